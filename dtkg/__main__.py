@@ -1,0 +1,3 @@
+from dtkg.cli import main
+
+raise SystemExit(main())
