@@ -41,6 +41,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "necessity_threshold": (0.0, 1.0),
     "llm_max_new_tokens": (1, 4096),
     "max_question_chars": (10, 100_000),
+    "cue_threshold": (0.0, 1.0),
+    "beam": (1, 100),
+    "max_answers": (1, 1000),
 }
 
 
@@ -99,6 +102,14 @@ class DTKGConfig:
     max_facts: int = 6  # atomic facts kept from a draft answer
     max_question_chars: int = 1000
     seed: int = 0  # for `random` mode and anything else stochastic
+    # pipeline details (dtkg/pipeline): relation scoring and path search
+    relation_scorer: str = "hybrid"  # name in dtkg.pipeline.scoring.RELATION_SCORERS
+    cue_threshold: float = 0.6  # a question word is a relation cue at this label alignment
+    beam: int = 9  # relation paths kept per layer of the chained search (≥ width)
+    max_answers: int = 20  # ranked answers kept in a trace
+    # relations whose objects are an entity's types (Wikidata: "instance of"); empty for
+    # untyped graphs such as MetaQA, where answer types come from values and wording only
+    type_relations: tuple[str, ...] = ("instance of",)
 
     # --- per stage: the paper's LLM prompt, or its deterministic alternative ---------
     classify_with: StageMethod = "rules"
@@ -145,8 +156,9 @@ class DTKGConfig:
                 f"Unknown setting(s): {', '.join(sorted(unknown))}. "
                 f"Valid settings are the fields of dtkg.config.DTKGConfig."
             )
-        if "admin_keywords" in changes and not isinstance(changes["admin_keywords"], tuple):
-            changes["admin_keywords"] = tuple(changes["admin_keywords"])
+        for name in ("admin_keywords", "type_relations"):
+            if name in changes and not isinstance(changes[name], tuple):
+                changes[name] = tuple(changes[name])
         return dataclasses.replace(self, **changes).validated()
 
     def validated(self) -> DTKGConfig:
@@ -181,6 +193,7 @@ class DTKGConfig:
         data = dataclasses.asdict(self)
         data.pop("llm_api_key", None)
         data["admin_keywords"] = list(self.admin_keywords)
+        data["type_relations"] = list(self.type_relations)
         return data
 
 

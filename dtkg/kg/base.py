@@ -8,7 +8,7 @@ import copy
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -91,9 +91,13 @@ class KnowledgeGraph(ABC):
     # ------------------------------------------------------------------ entities
     def search_entities(self, text: str, limit: int = 5) -> list[EntityCandidate]:
         """Exact label, then alias (both case-insensitive), then — only when neither
-        matched — fuzzy matches; ranked, best first."""
-        text = " ".join(text.split())
-        if not text or limit <= 0:
+        matched — fuzzy matches; ranked, best first.
+
+        Stores with search keys (the embedded backend) match case-insensitively by index;
+        other endpoints try a few case variants, then the fuzzy route, whose normalised-equal
+        hits rank as exact. Both give the same answers, except that keys also find a second
+        label that differs from an exact hit only in spacing or unusual casing."""
+        if not text.strip() or limit <= 0:
             return []
         key = ids.search_key(text)
         rows = self.select(queries.label_search(case_variants(text), key, max(50, 10 * limit)))
@@ -103,6 +107,7 @@ class KnowledgeGraph(ABC):
         return found[:limit]
 
     def _fuzzy_query(self, text: str, limit: int) -> str:
+        text = " ".join(text.split())
         if self.fuzzy_route == "mwapi":
             return queries.mwapi_search(text, max(20, 4 * limit))
         return queries.fuzzy_search(text, max(100, 20 * limit))
@@ -141,10 +146,12 @@ class KnowledgeGraph(ABC):
     def tail_relations_many(self, qids: list[str]) -> dict[str, list[Triple]]:
         return self._relations_many(qids, queries.tail_relations, head=False)
 
-    def _relations_many(self, qids: list[str], build, head: bool) -> dict[str, list[Triple]]:
+    def _relations_many(
+        self, qids: list[str], build: Callable[[list[str], int], str], head: bool
+    ) -> dict[str, list[Triple]]:
         result: dict[str, list[Triple]] = {ids.check_id(q): [] for q in qids}
         for chunk in chunked(result):
-            rows = self.select(build(chunk, self.result_limit * len(chunk)))
+            rows = self.select(build(chunk, self.result_limit))
             for focus, triple in rows_to_triples(rows, head=head):
                 if focus in result:
                     result[focus].append(triple)
@@ -155,20 +162,21 @@ class KnowledgeGraph(ABC):
 _SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "the", "to"}
 
 
-def case_variants(text: str) -> list[str]:
+def case_variants(raw: str) -> list[str]:
     """Spellings to try as exact labels on stores without search keys (e.g. live Wikidata)."""
+    text = " ".join(raw.split())
     words = text.lower().split()
     headline = " ".join(
         w if i and w in _SMALL_WORDS else w[:1].upper() + w[1:] for i, w in enumerate(words)
     )
     variants = [text, text.lower(), text[:1].upper() + text[1:], text.capitalize(), text.title()]
-    return list(dict.fromkeys(variants + [headline]))
+    return list(dict.fromkeys([raw, *variants, headline]))
 
 
 def rank_candidates(rows: list[Row], text: str, fuzzy: bool) -> list[EntityCandidate]:
     """Score search rows against ``text``; the route a row came by does not matter, only the
     label/alias it matched, so every backend ranks identically."""
-    key = ids.search_key(text)
+    key, spaced = ids.search_key(text), " ".join(text.split())
     best: dict[str, tuple[EntityCandidate, float]] = {}
     for row in rows:
         qid = ids.entity_id(row.get("item", ""))
@@ -177,7 +185,7 @@ def rank_candidates(rows: list[Row], text: str, fuzzy: bool) -> list[EntityCandi
             continue
         alias = row.get("how") == "alias"
         if ids.search_key(matched) == key:
-            identical = matched == text
+            identical = matched in (text, spaced)
             score = (0.9 if identical else 0.85) if alias else (1.0 if identical else 0.95)
             match = "alias" if alias else "exact"
         elif fuzzy:
@@ -213,10 +221,13 @@ def rows_to_triples(rows: list[Row], head: bool) -> Iterable[tuple[str, Triple]]
             yield focus, Triple(other_label, other_id or "", relation, pid, focus_label, focus)
 
 
-def id_sort_key(entity_id: str) -> tuple[str, int, str]:
-    """Natural order (Q5 < Q42 < Q100): on Wikidata lower ids are usually the better-known."""
+def id_sort_key(entity_id: str) -> tuple[int, str, int, str]:
+    """Wikidata ids first, in natural order (Q5 < Q42 < Q100: lower ids are usually the
+    better-known items), then local ids."""
+    if ids.is_qid(entity_id) or ids.is_pid(entity_id):
+        return (0, entity_id[0], int(entity_id[1:]), "")
     match = re.fullmatch(r"([A-Za-z_-]*?)(\d+)", entity_id)
-    return (match[1], int(match[2]), "") if match else (entity_id, 0, entity_id)
+    return (1, match[1], int(match[2]), "") if match else (1, entity_id, 0, entity_id)
 
 
 def _tidy(triples: list[Triple], limit: int) -> list[Triple]:
