@@ -75,12 +75,23 @@ class Path:
     hops: list[Triple] = field(default_factory=list)
 
     def arrow(self) -> str:
+        """``A → r1 → B → r2 → C``; a hop walked against its direction (the path reached its
+        object first) is written ``B ← r2 ← C``."""
         if not self.hops:
             return ""
-        parts = [self.hops[0].subject]
+        first = self.hops[0]
+        inverse = len(self.hops) > 1 and first.subject_id and first.subject_id in (
+            self.hops[1].subject_id, self.hops[1].object_id)
+        at = first.object_id if inverse else first.subject_id
+        out = first.object if inverse else first.subject
         for hop in self.hops:
-            parts += [hop.relation, hop.object]
-        return " → ".join(parts)
+            if at and hop.object_id == at and hop.subject_id != at:
+                out += f" ← {hop.relation} ← {hop.subject}"
+                at = hop.subject_id
+            else:
+                out += f" → {hop.relation} → {hop.object}"
+                at = hop.object_id
+        return out
 
 
 @dataclass

@@ -1,0 +1,3 @@
+from dtkg.eval.cli import main
+
+raise SystemExit(main())
