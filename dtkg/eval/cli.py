@@ -189,6 +189,7 @@ def run(
     if jsonl is not None and args.fresh and jsonl.exists():
         jsonl.unlink()
 
+    revision = runner.git_revision()  # of the code this process loaded, not at the end
     setup = time.perf_counter()
     answer = classify = None
     if args.routing_only:
@@ -224,6 +225,7 @@ def run(
             "setup_seconds": round(setup_seconds, 3),
             "jsonl": str(jsonl) if jsonl else None,
             "command": "python -m dtkg.eval " + shlex.join(argv),
+            "git_revision": revision,
         },
     )
     print(runner.format_table(report))

@@ -398,10 +398,13 @@ class ChainSearch:
         """Is this the relation the question says is shared ("share *actors* with", "the
         same *director*", "*co-wrote*")? Any relation when no word stands next to the
         sharing word."""
-        if not self.sibling_cues:
+        threshold = self.config.cue_threshold
+        named = {i for i in self.sibling_cues
+                 if any(self._alignment(lb)[i] >= threshold for lb in self.seen_labels)}
+        if not named:  # "who appeared in the same *movie* with X": no relation named there
             return True
         row = self._alignment(label)
-        return any(row[i] >= self.config.cue_threshold for i in self.sibling_cues)
+        return any(row[i] >= threshold for i in named)
 
     def _first_hop_order(self, parent: Branch, options, value, by_label, groups) -> None:
         """At the entity, the hop using the cue nearest to the mention comes first."""

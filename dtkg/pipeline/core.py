@@ -180,7 +180,9 @@ class Pipeline:
     # ------------------------------------------------------------------ chained
     def _chained(self, ctx: RunContext, anchors) -> Iterator[Event]:
         config, trace = ctx.config, ctx.trace
-        expected = answer_type(ctx.question)
+        mention = anchors[0][0]
+        expected = answer_type(ctx.question, [(mention.start, mention.end)]
+                               if mention.start >= 0 else None)
         ctx.note(f"expected answer: {expected.kind}" + (f" ('{expected.noun}')" if expected.noun else ""))
         results = []
         for mention, link in anchors[:2]:

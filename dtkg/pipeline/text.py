@@ -139,7 +139,13 @@ class AnswerType:
     cues: list[str] = field(default_factory=list)  # the words that decided it
 
 
-def answer_type(question: str) -> AnswerType:
+def answer_type(question: str, mentions: list[tuple[int, int]] | None = None) -> AnswerType:
+    """The expected answer, read from the question phrase. Entity mentions (character
+    spans; [bracketed] and "quoted" spans by default) are blanked first, so "what [Parents]
+    is about" does not ask for parents."""
+    spans = mentions if mentions is not None else [(s, e) for s, e, _ in marked_spans(question)]
+    for start, end in sorted(spans, reverse=True):
+        question = question[:start] + " ; " + question[end:]
     low = question.lower()
     toks = words(low)
     if _QUANTITY_START.search(low) or re.search(r"\b(number of|population of)\b", low):
@@ -180,11 +186,14 @@ def _wh_noun(toks: list[str], wh_index: int) -> str | None:
         return rest[i]  # "what sort of film is X" asks for the sort, not for a film
     if i < len(rest) and rest[i] not in STOPWORDS and not rest[i].isdigit():
         noun = rest[i]
-        # a two-word compound: "which production company was …" → company (only when a
-        # function word follows, so "which screenwriters co-wrote films" stays screenwriters)
-        if i + 2 <= len(rest) - 1 and rest[i + 1] not in STOPWORDS and _nounish(rest[i + 1]) \
-                and rest[i + 2] in STOPWORDS or i + 1 == len(rest) - 1 and _nounish(rest[i + 1]) and rest[i + 1] not in STOPWORDS:
-            noun = rest[i + 1]
+        # a two-word compound: "which production company was …" → company, only before an
+        # auxiliary or at the end (so "a movie written by" stays movie, "screenwriters
+        # co-wrote films" stays screenwriters)
+        following = rest[i + 2] if i + 2 < len(rest) else None
+        second = rest[i + 1] if i + 1 < len(rest) else None
+        if second and second not in STOPWORDS and _nounish(second) and (
+                following is None or following in STOPWORDS):
+            noun = second
         return noun
     return None
 
@@ -199,8 +208,16 @@ def asks_for_siblings(question: str) -> bool:
     return any(w in SIBLING_WORDS or (w.startswith("co-") and len(w) > 4) for w in toks)
 
 
+_PARTICIPLES = word_set(
+    """written born made known sung spoken shot led won seen given taken drawn shown built
+    sold held brought thought found set put cast run begun grown sent spent told"""
+)
+
+
 def _nounish(word: str) -> bool:
-    return not word.endswith(("ed", "ly")) and word not in WH_WORDS
+    """Could this word head a noun phrase? (not a participle like "directed", "written")"""
+    return (not word.endswith(("ed", "ly", "ing")) and word not in WH_WORDS
+            and word not in _PARTICIPLES)
 
 
 # ------------------------------------------------------------------ spans
