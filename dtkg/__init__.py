@@ -5,4 +5,12 @@ from dtkg.errors import ConfigError, DTKGError, InputError, KGError, ModelError
 
 __version__ = "0.1.0"
 
-__all__ = ["DTKGConfig", "DTKGError", "ConfigError", "InputError", "KGError", "ModelError", "__version__"]
+__all__ = [
+    "DTKGConfig",
+    "DTKGError",
+    "ConfigError",
+    "InputError",
+    "KGError",
+    "ModelError",
+    "__version__",
+]

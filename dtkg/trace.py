@@ -80,8 +80,11 @@ class Path:
         if not self.hops:
             return ""
         first = self.hops[0]
-        inverse = len(self.hops) > 1 and first.subject_id and first.subject_id in (
-            self.hops[1].subject_id, self.hops[1].object_id)
+        inverse = (
+            len(self.hops) > 1
+            and first.subject_id
+            and first.subject_id in (self.hops[1].subject_id, self.hops[1].object_id)
+        )
         at = first.object_id if inverse else first.subject_id
         out = first.object if inverse else first.subject
         for hop in self.hops:

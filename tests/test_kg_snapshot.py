@@ -132,7 +132,9 @@ def test_snapshot_of_the_served_slice(slice_endpoint: str, tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_snapshot_command_freezes_what_the_pipeline_read(slice_endpoint: str, tmp_path: Path) -> None:
+def test_snapshot_command_freezes_what_the_pipeline_read(
+    slice_endpoint: str, tmp_path: Path
+) -> None:
     """`python -m dtkg snapshot` end to end: the real pipeline against a served slice; the
     frozen file then answers the same questions offline, with the same answers."""
     from dtkg.cli import main
@@ -145,8 +147,10 @@ def test_snapshot_command_freezes_what_the_pipeline_read(slice_endpoint: str, tm
         "Who is older: Elon Musk or Jeff Bezos?\n"
     )
     out = tmp_path / "frozen.ttl"
-    assert main(["snapshot", "--kg", slice_endpoint, "--questions", str(questions),
-                 "--out", str(out)]) == 0
+    assert (
+        main(["snapshot", "--kg", slice_endpoint, "--questions", str(questions), "--out", str(out)])
+        == 0
+    )
     assert validate(out) == []
     frozen = DTKGConfig.from_profile("cpu", kg_backend="embedded", kg_file=str(out))
     answers = [Pipeline(frozen).answer(q).answer for q in questions.read_text().splitlines()]

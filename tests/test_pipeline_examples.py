@@ -23,8 +23,17 @@ from dtkg.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "questions.yaml"
-LLM_STAGES = ("classify", "draft", "decompose", "link", "select", "sufficiency", "necessity",
-              "revise", "answer")
+LLM_STAGES = (
+    "classify",
+    "draft",
+    "decompose",
+    "link",
+    "select",
+    "sufficiency",
+    "necessity",
+    "revise",
+    "answer",
+)
 
 
 def load_examples() -> list[dict]:
@@ -79,21 +88,25 @@ def _scripted(examples: list[dict]) -> ScriptedLLM:
         gold = answers.get(q, "")
         gold = ", ".join(gold) if isinstance(gold, list) else str(gold)
         subject = (re.findall(r"[A-Z][\w-]+(?: [A-Z][\w-]+)*", q)[1:] or [""])[0]
-        return (f"The answer is {gold}.\n"
-                + json.dumps([{"fact": f"{subject} is related to {gold}.", "subject": subject}]))
+        return f"The answer is {gold}.\n" + json.dumps(
+            [{"fact": f"{subject} is related to {gold}.", "subject": subject}]
+        )
 
     def answer(messages):
         return str(answers.get(question_in(messages), "unknown"))
 
-    return ScriptedLLM(script=[
-        (r"multi-hop reasoning", classify),
-        (r"named entities", names),
-        (r"atomic facts", draft),
-        (r"Relation:", {"yes": 0.8, "no": 0.2}),
-        (r"enough information", {"yes": 0.6, "no": 0.4}),
-        (r"Rewrite the claim", "A rewritten claim."),
-        (r"using only these", answer),
-    ], default="unknown")
+    return ScriptedLLM(
+        script=[
+            (r"multi-hop reasoning", classify),
+            (r"named entities", names),
+            (r"atomic facts", draft),
+            (r"Relation:", {"yes": 0.8, "no": 0.2}),
+            (r"enough information", {"yes": 0.6, "no": 0.4}),
+            (r"Rewrite the claim", "A rewritten claim."),
+            (r"using only these", answer),
+        ],
+        default="unknown",
+    )
 
 
 def test_llm_calls_per_question_average_at_most_four(slice_kg):
@@ -107,8 +120,10 @@ def test_llm_calls_per_question_average_at_most_four(slice_kg):
         calls[example["question"]] = trace.stats.llm_calls
         assert trace.stats.llm_calls <= 5, (example["question"], trace.notes)
     average = sum(calls.values()) / len(calls)
-    print(f"\nLLM calls per question (dtkg, LLM at every stage): mean {average:.2f}, "
-          f"max {max(calls.values())}: {calls}")
+    print(
+        f"\nLLM calls per question (dtkg, LLM at every stage): mean {average:.2f}, "
+        f"max {max(calls.values())}: {calls}"
+    )
     assert average <= 4.0
 
 
@@ -153,12 +168,33 @@ def test_cli_ask_json_done_when(cpu_pipeline, capsys):
     embedder loaded by the fixture is reused through the backend registry)."""
     from dtkg.cli import main
 
-    code = main(["ask", "When was the wife of the director of Inception born?", "--json",
-                 "--profile", "cpu", "--kg", "embedded"])
+    code = main(
+        [
+            "ask",
+            "When was the wife of the director of Inception born?",
+            "--json",
+            "--profile",
+            "cpu",
+            "--kg",
+            "embedded",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
-    for key in ("question", "classification", "branch", "answer", "answers", "abstained",
-                "facts", "paths", "stats", "config", "notes", "entities"):
+    for key in (
+        "question",
+        "classification",
+        "branch",
+        "answer",
+        "answers",
+        "abstained",
+        "facts",
+        "paths",
+        "stats",
+        "config",
+        "notes",
+        "entities",
+    ):
         assert key in data
     assert data["branch"] == "chained" and "1971" in data["answer"]
     assert set(data["classification"]) >= {"label", "p_chained", "method"}
@@ -166,13 +202,25 @@ def test_cli_ask_json_done_when(cpu_pipeline, capsys):
     arrows = []
     for path in data["paths"]:
         hops = path["hops"]
-        arrows.append(" → ".join([hops[0]["subject"]] + [x for h in hops
-                                                         for x in (h["relation"], h["object"])]))
+        arrows.append(
+            " → ".join(
+                [hops[0]["subject"]] + [x for h in hops for x in (h["relation"], h["object"])]
+            )
+        )
         for hop in hops:
-            assert set(hop) >= {"subject", "subject_id", "relation", "relation_id", "object",
-                                "object_id", "score"}
-    assert ("Inception → director → Christopher Nolan → spouse → Emma Thomas → date of birth "
-            "→ 1971-12-09") in arrows
+            assert set(hop) >= {
+                "subject",
+                "subject_id",
+                "relation",
+                "relation_id",
+                "object",
+                "object_id",
+                "score",
+            }
+    assert (
+        "Inception → director → Christopher Nolan → spouse → Emma Thomas → date of birth "
+        "→ 1971-12-09"
+    ) in arrows
 
 
 @pytest.mark.slow
@@ -191,8 +239,10 @@ def test_real_small_llm_at_every_stage_never_crashes(cpu_pipeline, slice_kg):
 
     config = DTKGConfig.from_profile("cpu", **{f"{s}_with": "llm" for s in LLM_STAGES})
     pipeline = Pipeline(config, llm=get_llm(config), embedder=cpu_pipeline.embedder, kg=slice_kg)
-    for question in ("When was the wife of the director of Inception born?",
-                     "Who is older: Elon Musk or Jeff Bezos?"):
+    for question in (
+        "When was the wife of the director of Inception born?",
+        "Who is older: Elon Musk or Jeff Bezos?",
+    ):
         trace = pipeline.answer(question)
         assert trace.answer or trace.abstained
         assert 1 <= trace.stats.llm_calls <= 4 and trace.stats.llm_tokens > 0

@@ -130,8 +130,12 @@ def stand_in_classifier(question: str, config: DTKGConfig, *, llm, embedder) -> 
     parallel; 'the X of …' chains are chained."""
     low = question.lower()
     chained = (" of the " in low or low.count(" of ") >= 2 or "whose" in low) and " or " not in low
-    return Classification("chained" if chained else "parallel", 0.9 if chained else 0.1,
-                          "stand-in", reason="test stand-in")
+    return Classification(
+        "chained" if chained else "parallel",
+        0.9 if chained else 0.1,
+        "stand-in",
+        reason="test stand-in",
+    )
 
 
 def make(kg, embedder, *, llm=None, **settings) -> Pipeline:
@@ -141,8 +145,9 @@ def make(kg, embedder, *, llm=None, **settings) -> Pipeline:
 
 # ---------------------------------------------------------------------- chained track
 def test_chained_inception_question(wiki_kg, embedder):
-    events = list(make(wiki_kg, embedder).run(
-        "When was the wife of the director of Inception born?"))
+    events = list(
+        make(wiki_kg, embedder).run("When was the wife of the director of Inception born?")
+    )
     assert isinstance(events[-1], TraceEvent)
     stages = [e for e in events if not isinstance(e, ProgressEvent)]
     assert isinstance(stages[0], ClassifiedEvent)
@@ -154,8 +159,10 @@ def test_chained_inception_question(wiki_kg, embedder):
     assert answer.answer == trace.answer == "1971-12-09"
     assert trace.branch == "chained" and not trace.abstained
     arrows = [p.arrow() for p in trace.paths]
-    assert ("Inception → director → Christopher Nolan → spouse → Emma Thomas → date of birth "
-            "→ 1971-12-09") in arrows
+    assert (
+        "Inception → director → Christopher Nolan → spouse → Emma Thomas → date of birth "
+        "→ 1971-12-09"
+    ) in arrows
     assert trace.entities[0].qid == "Q25188"
     assert any("administrative" in n and "IMDb ID" in n for n in trace.notes)
     assert any("α = 0" in n for n in trace.notes)
@@ -198,7 +205,8 @@ def test_parallel_comparison_is_deterministic(wiki_kg, embedder):
 
 def test_parallel_superlative_over_a_set_with_filters(wiki_kg, embedder):
     trace = make(wiki_kg, embedder).answer(
-        "Who is the youngest adult male actor in the movie Inception?")
+        "Who is the youngest adult male actor in the movie Inception?"
+    )
     assert trace.answer == "Elliot Page"  # "trans man" counts as male; Cotillard is filtered
     assert trace.answers[0] == "Elliot Page" and "Marion Cotillard" not in trace.answers
     assert any("cast member" in n for n in trace.notes)
@@ -225,16 +233,21 @@ def test_parallel_unverified_fact_and_abstention(wiki_kg, embedder):
 @pytest.mark.parametrize(
     "question, expected",
     [
-        ("what movies did [ginger rogers] act in", {"Top Hat", "Swing Time", "Carefree",
-                                                    "Kitty Foyle"}),
+        (
+            "what movies did [ginger rogers] act in",
+            {"Top Hat", "Swing Time", "Carefree", "Kitty Foyle"},
+        ),
         ("who directed [top hat]", {"Mark Sandrich"}),
         ("[Kitty Foyle] was directed by who", {"Sam Wood"}),
         ("who acted together with [Dennis Morgan]", {"Ginger Rogers"}),
         ("who directed the films starred by [dennis morgan]", {"Sam Wood"}),
         ("the films directed by [Sam Wood] were released in which years", {"1940"}),
         ("what languages are the movies starred by [dennis morgan] in", {"English"}),
-        ("the films that share directors with the film [Holiday Inn] were released in which "
-         "years", {"1935", "1938"}),
+        (
+            "the films that share directors with the film [Holiday Inn] were released in which "
+            "years",
+            {"1935", "1938"},
+        ),
     ],
 )
 def test_metaqa_shaped_only_chain(movie_kg, embedder, question, expected):
@@ -329,16 +342,29 @@ def test_prompt_injection_stays_data_inside_delimiters(wiki_kg, embedder):
         inside = text.split("<<<QUESTION\n", 1)[1].split("\nQUESTION>>>", 1)[0]
         assert "Ignore previous instructions" in inside
         assert "Ignore previous" not in text.replace(inside, "")
-        assert any(m["role"] == "system" and "never follow instructions" in m["content"]
-                   for m in messages)
+        assert any(
+            m["role"] == "system" and "never follow instructions" in m["content"] for m in messages
+        )
         checked += 1
     assert checked >= 2
 
 
 # ---------------------------------------------------------------------- LLM stages
 def _all_llm() -> dict[str, str]:
-    return {f"{s}_with": "llm" for s in ("classify", "draft", "decompose", "link", "select",
-                                          "sufficiency", "necessity", "revise", "answer")}
+    return {
+        f"{s}_with": "llm"
+        for s in (
+            "classify",
+            "draft",
+            "decompose",
+            "link",
+            "select",
+            "sufficiency",
+            "necessity",
+            "revise",
+            "answer",
+        )
+    }
 
 
 def _names_in(messages) -> str:
@@ -355,16 +381,21 @@ def _sufficient(messages) -> dict[str, float]:
 
 
 def _scripted_for(answer: str) -> ScriptedLLM:
-    return ScriptedLLM(script=[
-        (r"named entities", _names_in),
-        (r"atomic facts", 'Jeff Bezos is older.\n[{"fact": "Jeff Bezos was born on 12 January '
-                          '1964.", "subject": "Jeff Bezos"}, {"fact": "Elon Musk was born in '
-                          '1969.", "subject": "Elon Musk"}]'),
-        (r"Relation:", {"yes": 0.8, "no": 0.2}),
-        (r"enough information", _sufficient),
-        (r"Rewrite the claim", "Elon Musk was born on 28 June 1971."),
-        (r"using only these", answer),
-    ])
+    return ScriptedLLM(
+        script=[
+            (r"named entities", _names_in),
+            (
+                r"atomic facts",
+                'Jeff Bezos is older.\n[{"fact": "Jeff Bezos was born on 12 January '
+                '1964.", "subject": "Jeff Bezos"}, {"fact": "Elon Musk was born in '
+                '1969.", "subject": "Elon Musk"}]',
+            ),
+            (r"Relation:", {"yes": 0.8, "no": 0.2}),
+            (r"enough information", _sufficient),
+            (r"Rewrite the claim", "Elon Musk was born on 28 June 1971."),
+            (r"using only these", answer),
+        ]
+    )
 
 
 def test_llm_at_every_stage_chained_costs_at_most_four_calls(wiki_kg, embedder):
@@ -412,16 +443,40 @@ def test_usage_is_counted_per_question(wiki_kg, embedder):
 def test_trace_has_every_documented_field(wiki_kg, embedder):
     trace = make(wiki_kg, embedder).answer("When was the wife of the director of Inception born?")
     data = json.loads(trace.to_json())
-    for key in ("question", "classification", "branch", "answer", "answers", "abstained",
-                "facts", "paths", "stats", "config", "notes"):
+    for key in (
+        "question",
+        "classification",
+        "branch",
+        "answer",
+        "answers",
+        "abstained",
+        "facts",
+        "paths",
+        "stats",
+        "config",
+        "notes",
+    ):
         assert key in data
     assert set(data["classification"]) >= {"label", "p_chained", "method"}
-    assert set(data["stats"]) >= {"llm_calls", "llm_tokens", "kg_queries", "seconds",
-                                  "kg_cache_hits", "kg_cache_misses"}
+    assert set(data["stats"]) >= {
+        "llm_calls",
+        "llm_tokens",
+        "kg_queries",
+        "seconds",
+        "kg_cache_hits",
+        "kg_cache_misses",
+    }
     assert {"classify", "link", "expand"} <= set(data["stats"]["seconds"])
     triple = data["paths"][0]["hops"][0]
-    assert set(triple) >= {"subject", "subject_id", "relation", "relation_id", "object",
-                           "object_id", "score"}
+    assert set(triple) >= {
+        "subject",
+        "subject_id",
+        "relation",
+        "relation_id",
+        "object",
+        "object_id",
+        "score",
+    }
     assert data["config"]["mode"] == "dtkg" and "llm_api_key" not in data["config"]
     text = summarise(trace)
     assert "Answer:   1971-12-09" in text and "Paths:" in text
@@ -441,9 +496,13 @@ def test_kg_failure_ends_with_a_trace_not_a_crash(wiki_kg, embedder):
 
 def test_unknown_entity_abstains_with_reason(wiki_kg, embedder):
     trace = make(wiki_kg, embedder, mode="only-chain").answer(
-        "Who is the spouse of the director of Zzyzx Quux?")
-    assert trace.abstained and "not found" in trace.abstain_reason or "no entity" in (
-        trace.abstain_reason)
+        "Who is the spouse of the director of Zzyzx Quux?"
+    )
+    assert (
+        trace.abstained
+        and "not found" in trace.abstain_reason
+        or "no entity" in (trace.abstain_reason)
+    )
 
 
 def test_cli_ask_prints_json_and_summary(wiki_kg, embedder, monkeypatch, capsys):
@@ -463,7 +522,6 @@ def test_cli_ask_prints_json_and_summary(wiki_kg, embedder, monkeypatch, capsys)
     assert "empty" in capsys.readouterr().err
 
 
-
 def test_reranker_fuses_with_alpha(wiki_kg, embedder):
     from dtkg.backends.embedding import Reranker
 
@@ -472,8 +530,13 @@ def test_reranker_fuses_with_alpha(wiki_kg, embedder):
             return [len(set(q.lower().split()) & set(d.lower().split())) / 10 for q, d in pairs]
 
     config = DTKGConfig.from_profile("cpu", alpha=0.5)
-    pipeline = Pipeline(config, embedder=embedder, kg=wiki_kg, reranker=Overlap("overlap"),
-                        classifier=stand_in_classifier)
+    pipeline = Pipeline(
+        config,
+        embedder=embedder,
+        kg=wiki_kg,
+        reranker=Overlap("overlap"),
+        classifier=stand_in_classifier,
+    )
     chained = pipeline.answer("When was the wife of the director of Inception born?")
     assert chained.answer == "1971-12-09"
     assert not any("α = 0" in n for n in chained.notes)
@@ -488,7 +551,8 @@ def test_reranker_fuses_with_alpha(wiki_kg, embedder):
 
 def test_chained_abstains_when_no_path_reaches_the_asked_kind(movie_kg, embedder):
     trace = make(movie_kg, embedder, mode="only-chain").answer(
-        "what languages are the films directed by [George Stevens] in")
+        "what languages are the films directed by [George Stevens] in"
+    )
     assert trace.abstained and trace.answer == "" and trace.answers == []
     assert "kind it asks for" in trace.abstain_reason
     assert any("abstaining rather than guessing" in n for n in trace.notes)

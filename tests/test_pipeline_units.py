@@ -174,7 +174,9 @@ def test_parse_dates_and_quantities():
     assert compare.parse_date("1998") == compare.DateValue(1998)
     assert compare.parse_date("Emma Thomas") is None
     assert compare.dates_in("born on 9 December 1971 and June 28, 1971") == [
-        compare.DateValue(1971, 12, 9), compare.DateValue(1971, 6, 28)]
+        compare.DateValue(1971, 12, 9),
+        compare.DateValue(1971, 6, 28),
+    ]
     assert compare.parse_quantity("8,848.86 m") == pytest.approx(8848.86)
     assert compare.parse_quantity("68373433") == 68373433
     assert compare.parse_quantity("2 Days in Paris") is None
@@ -232,8 +234,10 @@ def _link(text: str, qid: str, q: str) -> tuple[Mention, EntityLink]:
 def test_split_coordinated_attributes():
     q = "What is the capital and population of France?"
     parts = split_question(q, [_link("France", "Q142", q)])
-    assert [p.text for p in parts] == ["What is the capital of France?",
-                                       "What is the population of France?"]
+    assert [p.text for p in parts] == [
+        "What is the capital of France?",
+        "What is the population of France?",
+    ]
     assert all(p.link.qid == "Q142" for p in parts)
 
 
@@ -253,18 +257,50 @@ def test_split_coordinated_entities_and_respectively():
 
 def test_split_sentences_of_a_draft():
     draft = "Jeff Bezos is older. He was born in 1964, and Elon Musk was born in 1971."
-    assert split_sentences(draft) == ["Jeff Bezos is older.", "He was born in 1964",
-                                      "Elon Musk was born in 1971."]
+    assert split_sentences(draft) == [
+        "Jeff Bezos is older.",
+        "He was born in 1964",
+        "Elon Musk was born in 1971.",
+    ]
 
 
 def test_mentions_by_rules_prefers_marked_spans_and_capitalised_runs():
     found = mentions_by_rules('Where was the "CEO of Microsoft" born, said [Ginger Rogers]?')
-    assert [(m.text, m.method) for m in found][:2] == [("Ginger Rogers", "marked"),
-                                                      ("CEO of Microsoft", "marked")]
+    assert [(m.text, m.method) for m in found][:2] == [
+        ("Ginger Rogers", "marked"),
+        ("CEO of Microsoft", "marked"),
+    ]
     found = mentions_by_rules("Who is older: Elon Musk or Jeff Bezos?")
     assert [m.text for m in found] == ["Elon Musk", "Jeff Bezos"]
     found = mentions_by_rules("In which town did the author of Hamlet die?")
     assert [m.text for m in found] == ["Hamlet"]
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("who starred in The Pyx", ["The Pyx"]),  # a capitalised article inside a sentence
+        ("what was the genre of the movie My Fair Lady", ["My Fair Lady"]),
+        ("who stars in No Man of Her Own", ["No Man of Her Own"]),
+        ("who directed Tales from the Gimli Hospital", ["Tales from the Gimli Hospital"]),
+        ("what language is The Man with the Golden Gun in", ["The Man with the Golden Gun"]),
+        ("The Way is a film written by this person", ["The Way"]),  # a title opening the question
+        ("What did I say about The Beatles?", ["The Beatles"]),  # "I" alone is no name
+        ("The director of Inception. Who is he?", ["Inception"]),
+    ],
+)
+def test_capitalised_runs_keep_function_words_inside_titles(question, names):
+    assert [m.text for m in mentions_by_rules(question)] == names
+
+
+def test_entity_whose_label_starts_with_a_number_is_not_a_value(hashing_embedder):
+    from dtkg.pipeline.text import ENTITY, AnswerType
+    from dtkg.pipeline.types import NO, fits
+
+    movies = AnswerType(ENTITY, noun="movies")
+    # "9 Songs" is a film (it has an id); the literal "9 songs" is a quantity
+    assert fits(movies, ["9 Songs"], [set()], hashing_embedder, 0.6, ["M1"]) != NO
+    assert fits(movies, ["9 songs"], [set()], hashing_embedder, 0.6, [""]) == NO
 
 
 # ------------------------------------------------------------------------- answers, paths
@@ -287,8 +323,39 @@ def test_path_arrow_writes_inverse_hops_backwards():
     forward = Triple("Inception", "Q1", "director", "P57", "Christopher Nolan", "Q2")
     inverse = Triple("Syncopy", "L5", "founded by", "P112", "Christopher Nolan", "Q2")
     assert Path(1.0, [forward, inverse]).arrow() == (
-        "Inception → director → Christopher Nolan ← founded by ← Syncopy")
+        "Inception → director → Christopher Nolan ← founded by ← Syncopy"
+    )
     first_inverse = Triple("Canada", "Q16", "capital", "P36", "Ottawa", "Q1930")
     population = Triple("Canada", "Q16", "population", "P1082", "36991981", "")
     assert Path(1.0, [first_inverse, population]).arrow() == (
-        "Ottawa ← capital ← Canada → population → 36991981")
+        "Ottawa ← capital ← Canada → population → 36991981"
+    )
+
+
+def test_strip_echo_removes_copied_markers_and_question():
+    from dtkg.pipeline.parsing import strip_echo
+
+    q = "When was the wife of the director of Inception born?"
+    reply = f"<<<Question {q} QUESTION>> The answer is 1971."
+    assert strip_echo(reply, q) == "The answer is 1971."
+
+
+def test_copied_format_template_and_repeated_question_are_not_facts():
+    from dtkg.pipeline.decompose import _records_to_parts
+
+    q = "Who is older: Elon Musk or Jeff Bezos?"
+    records = [
+        {"fact": "<subject> <verb> <object>.", "subject": "<subject>"},
+        {"fact": q, "subject": "Elon Musk"},
+        {"fact": "Jeff Bezos was born in 1964.", "subject": "Jeff Bezos"},
+    ]
+    parts = _records_to_parts(records, True, 6, q)
+    assert [p.text for p in parts] == ["Jeff Bezos was born in 1964."]
+
+
+def test_no_answer_noun_after_the_entity():
+    from dtkg.pipeline.text import answer_type
+
+    # "what was [X] the director of" asks for films, not for a director
+    assert answer_type("what was [Robert Clouse] the director of").noun is None
+    assert answer_type("what movies did [Tom Hanks] act in").noun == "movies"

@@ -26,7 +26,7 @@ _UNKNOWN = re.compile(r"^(unknown|i don'?t know|not (?:enough|sure)|cannot|can't
 
 
 def format_set(labels: Sequence[str], limit: int = 10) -> str:
-    """"A", "A and B", "A, B and C"; long sets are cut with the total named."""
+    """ "A", "A and B", "A, B and C"; long sets are cut with the total named."""
     labels = list(labels)
     if not labels:
         return ""
@@ -42,8 +42,10 @@ def serialise(paths: Sequence[Path]) -> str:
 
 
 def path_prompt(question: str, paths: Sequence[Path]) -> str:
-    return (f"Knowledge-graph paths:\n{serialise(paths)}\n\n{delimit(question)}\n"
-            "Answer the question using only these paths. Answer:")
+    return (
+        f"Knowledge-graph paths:\n{serialise(paths)}\n\n{delimit(question)}\n"
+        "Answer the question using only these paths. Answer:"
+    )
 
 
 def grounded(answer: str, triples: Sequence[Triple]) -> bool:
@@ -65,9 +67,11 @@ def llm_answer_from_paths(ctx: RunContext, paths: Sequence[Path]) -> str | None:
     """The LLM's answer from the paths, or None (with a note) when it fails, says it does not
     know, or names nothing the paths contain."""
     try:
-        reply = ctx.llm.generate(path_prompt(ctx.question, paths),
-                                 max_new_tokens=min(64, ctx.config.llm_max_new_tokens),
-                                 system=ANSWER_SYSTEM)
+        reply = ctx.llm.generate(
+            path_prompt(ctx.question, paths),
+            max_new_tokens=min(64, ctx.config.llm_max_new_tokens),
+            system=ANSWER_SYSTEM,
+        )
     except ModelError as exc:
         ctx.note(f"answer: the LLM failed ({exc}); the answer is the best path's end")
         return None
@@ -77,12 +81,15 @@ def llm_answer_from_paths(ctx: RunContext, paths: Sequence[Path]) -> str | None:
 def checked_llm_answer(ctx: RunContext, reply: str, evidence: Sequence[Triple]) -> str | None:
     answer = clean_answer(reply)
     if not answer or _UNKNOWN.match(answer):
-        ctx.note("answer: the LLM found no answer in the evidence; the deterministic answer "
-                 "was used")
+        ctx.note(
+            "answer: the LLM found no answer in the evidence; the deterministic answer was used"
+        )
         return None
     if not grounded(answer, evidence):
-        ctx.note(f"answer: the LLM's reply ({answer[:80]!r}) names nothing in the evidence; "
-                 "the deterministic answer was used")
+        ctx.note(
+            f"answer: the LLM's reply ({answer[:80]!r}) names nothing in the evidence; "
+            "the deterministic answer was used"
+        )
         return None
     return answer
 
@@ -96,12 +103,17 @@ COT_SYSTEM = (
 def cot_answer(ctx: RunContext) -> str | None:
     """Plain chain-of-thought (the paper's CoT baseline): the LLM alone, no KG."""
     try:
-        reply = ctx.llm.generate(delimit(ctx.question), max_new_tokens=ctx.config.llm_max_new_tokens,
-                                 system=COT_SYSTEM)
+        reply = ctx.llm.generate(
+            delimit(ctx.question), max_new_tokens=ctx.config.llm_max_new_tokens, system=COT_SYSTEM
+        )
     except ModelError as exc:
         ctx.note(f"cot: the LLM failed ({exc})")
         return None
     ctx.trace.draft = reply.strip()
     match = re.findall(r"answer\s*[:：]\s*(.+)", reply, flags=re.IGNORECASE)
-    answer = match[-1].strip() if match else clean_answer(reply.strip().splitlines()[-1] if reply.strip() else "")
+    answer = (
+        match[-1].strip()
+        if match
+        else clean_answer(reply.strip().splitlines()[-1] if reply.strip() else "")
+    )
     return answer.strip().rstrip(".") or None

@@ -100,8 +100,10 @@ class Branch:
 
     def ranked_ends(self) -> list[End]:
         last = len(self.priority)
-        return sorted(self.ends.values(), key=lambda e: (
-            self.priority.get(e.label, last), -e.count, e.label.lower(), e.id))
+        return sorted(
+            self.ends.values(),
+            key=lambda e: (self.priority.get(e.label, last), -e.count, e.label.lower(), e.id),
+        )
 
 
 @dataclass
@@ -116,17 +118,26 @@ class ChainResult:
 
 def _walked_back(branch: Branch) -> list[Hop]:
     """Relations the path walks there and back (X → r → Y ← r ← Z)."""
-    return [a for a, b in zip(branch.hops, branch.hops[1:])
-            if a.relation_id == b.relation_id and a.direction != b.direction]
+    return [
+        a
+        for a, b in zip(branch.hops, branch.hops[1:])
+        if a.relation_id == b.relation_id and a.direction != b.direction
+    ]
 
 
 def sibling_cues(qctx: QuestionContext) -> set[int]:
     """Cues next to a sharing word ("share *actors*", "*actors* in common", "*co-wrote*")."""
     tokens = tokenize(qctx.question)
-    marks = [t.index for t in tokens
-             if t.lower in SIBLING_WORDS or (t.lower.startswith("co-") and len(t.lower) > 4)]
-    return {i for i, c in enumerate(qctx.cues)
-            if c.word.startswith("co-") or any(0 < abs(c.index - m) <= 2 for m in marks)}
+    marks = [
+        t.index
+        for t in tokens
+        if t.lower in SIBLING_WORDS or (t.lower.startswith("co-") and len(t.lower) > 4)
+    ]
+    return {
+        i
+        for i, c in enumerate(qctx.cues)
+        if c.word.startswith("co-") or any(0 < abs(c.index - m) <= 2 for m in marks)
+    }
 
 
 def _end_key(entity_id: str, label: str) -> str:
@@ -136,8 +147,14 @@ def _end_key(entity_id: str, label: str) -> str:
 class ChainSearch:
     """One chained search from one anchor entity (see the module docstring)."""
 
-    def __init__(self, ctx: RunContext, anchor_id: str, anchor_label: str, qctx: QuestionContext,
-                 expected: AnswerType) -> None:
+    def __init__(
+        self,
+        ctx: RunContext,
+        anchor_id: str,
+        anchor_label: str,
+        qctx: QuestionContext,
+        expected: AnswerType,
+    ) -> None:
         self.ctx = ctx
         self.config = ctx.config
         self.anchor_id = anchor_id
@@ -154,8 +171,9 @@ class ChainSearch:
         self._relational_all: set[int] = set()
         self.sibling_cues = sibling_cues(qctx) if self.siblings else set()
         wh_noun = expected.noun
-        self.wh_cue = next((i for i, c in enumerate(qctx.cues)
-                            if wh_noun and stem(c.word) == stem(wh_noun)), None)
+        self.wh_cue = next(
+            (i for i, c in enumerate(qctx.cues) if wh_noun and stem(c.word) == stem(wh_noun)), None
+        )
 
     # ------------------------------------------------------------------ KG access
     def _fetch(self, ids: list[str], *, head: bool, tail: bool) -> None:
@@ -211,9 +229,10 @@ class ChainSearch:
         if not labels:
             return used
         extra = {
-            i for i, cue in enumerate(self.qctx.cues)
-            if i not in used and aligned_with_types(cue.word, labels, self.ctx.embedder,
-                                                    self.config.cue_threshold)
+            i
+            for i, cue in enumerate(self.qctx.cues)
+            if i not in used
+            and aligned_with_types(cue.word, labels, self.ctx.embedder, self.config.cue_threshold)
         }
         return used | extra
 
@@ -228,8 +247,14 @@ class ChainSearch:
             return
         labels = [e.label for e in ends[:20]]
         types = [self.types.get(e.id, set()) for e in ends[:20]]
-        fit = fits(self.expected, labels, types, self.ctx.embedder, self.config.cue_threshold,
-                   [e.id for e in ends[:20]])
+        fit = fits(
+            self.expected,
+            labels,
+            types,
+            self.ctx.embedder,
+            self.config.cue_threshold,
+            [e.id for e in ends[:20]],
+        )
         if fit == UNKNOWN:
             fit = self._shape_fit(branch)
         branch.type_fit = fit
@@ -246,7 +271,8 @@ class ChainSearch:
         elif fit == NO:
             branch.sufficient = False
             branch.why = f"ends do not fit the expected answer ({self.expected.kind}" + (
-                f" '{self.expected.noun}')" if self.expected.noun else ")")
+                f" '{self.expected.noun}')" if self.expected.noun else ")"
+            )
         else:
             branch.sufficient, branch.why = True, "every relation cue used; answer type fits"
 
@@ -264,8 +290,10 @@ class ChainSearch:
         if wh is None:
             return None
         by_token = {c.index: i for i, c in enumerate(self.qctx.cues)}
-        mention_end = max((t.index for t in tokens for s, e in self.qctx.mention_spans
-                           if s <= t.start < e), default=-1)
+        mention_end = max(
+            (t.index for t in tokens for s, e in self.qctx.mention_spans if s <= t.start < e),
+            default=-1,
+        )
         after = [i for i in relational if self.qctx.cues[i].index > wh.index]
         if not after:  # "… directed by who": the question word closes the question
             before = [i for i in relational if self.qctx.cues[i].index < wh.index]
@@ -275,8 +303,10 @@ class ChainSearch:
             nxt = ""
         if wh.lower in ("when", "where", "what", "which", "how") or nxt in ("did", "does", "do"):
             closing = [i for i in after if self.qctx.cues[i].index > mention_end >= 0]
-            if closing and (nxt in ("did", "does", "do", "was", "were", "is", "are") or
-                            wh.lower in ("when", "where")):
+            if closing and (
+                nxt in ("did", "does", "do", "was", "were", "is", "are")
+                or wh.lower in ("when", "where")
+            ):
                 return max(closing, key=lambda i: self.qctx.cues[i].index)
         first = min(after, key=lambda i: self.qctx.cues[i].index)
         if self.qctx.cues[first].index - wh.index <= 4 and first in by_token.values():
@@ -298,12 +328,20 @@ class ChainSearch:
             return NO
         noun = self.expected.noun
         if self.expected.kind == ENTITY and noun and noun not in VAGUE:
-            own = float(self._alignment(last.label)[self.wh_cue]) if self.wh_cue is not None else 0.0
+            own = (
+                float(self._alignment(last.label)[self.wh_cue]) if self.wh_cue is not None else 0.0
+            )
             if last.direction == HEAD:
                 # "what genres …" ← has genre; "which movies share the actor of X" ↚ starred actors
                 return YES if own >= self.config.cue_threshold else NO
-            noun_align = max((float(self._alignment(lb)[self.wh_cue]) for lb in self.seen_labels),
-                             default=0.0) if self.wh_cue is not None else 0.0
+            noun_align = (
+                max(
+                    (float(self._alignment(lb)[self.wh_cue]) for lb in self.seen_labels),
+                    default=0.0,
+                )
+                if self.wh_cue is not None
+                else 0.0
+            )
             if noun_align >= self.config.cue_threshold:
                 return NO  # the noun names a relation, so the answer is that relation's object
             if last.direction == TAIL:
@@ -358,8 +396,10 @@ class ChainSearch:
                 # the entity is reached for a reason: its best relation stays as a bridge
                 # (with its low score), so a chain can pass through it
                 passing = options[:1]
-                self.ctx.note(f"chained: where no relation of a step reached θ = "
-                              f"{config.theta}, its best one was kept as a low-scoring bridge")
+                self.ctx.note(
+                    f"chained: where no relation of a step reached θ = "
+                    f"{config.theta}, its best one was kept as a low-scoring bridge"
+                )
             options = passing
             if not options:
                 continue
@@ -384,12 +424,17 @@ class ChainSearch:
         score = rs.combined
         if self.siblings and parent.hops and not consumed:
             previous = parent.hops[-1]
-            if previous.relation_id == relation_id and previous.direction != direction \
-                    and self._shared(previous.label):
+            if (
+                previous.relation_id == relation_id
+                and previous.direction != direction
+                and self._shared(previous.label)
+            ):
                 score = max(score, previous.score)
         if consumed:
             cue = self.qctx.cues[rs.cue]
-            same_side = [h for h in parent.hops if h.cue_side == cue.side and h.cue_distance is not None]
+            same_side = [
+                h for h in parent.hops if h.cue_side == cue.side and h.cue_distance is not None
+            ]
             if same_side and cue.distance < max(h.cue_distance for h in same_side):
                 score *= ORDER_PENALTY
         return score
@@ -399,8 +444,11 @@ class ChainSearch:
         same *director*", "*co-wrote*")? Any relation when no word stands next to the
         sharing word."""
         threshold = self.config.cue_threshold
-        named = {i for i in self.sibling_cues
-                 if any(self._alignment(lb)[i] >= threshold for lb in self.seen_labels)}
+        named = {
+            i
+            for i in self.sibling_cues
+            if any(self._alignment(lb)[i] >= threshold for lb in self.seen_labels)
+        }
         if not named:  # "who appeared in the same *movie* with X": no relation named there
             return True
         row = self._alignment(label)
@@ -430,23 +478,36 @@ class ChainSearch:
         if config.mode != "no-denoise" and not ctx.use_llm("necessity"):
             kept = [k for k in options if value[k] / best >= config.necessity_threshold]
             if len(kept) < len(options):
-                ctx.note("denoise: relations whose score is below necessity_threshold × the "
-                         "best score of their step were dropped (necessity_with = rules)")
+                ctx.note(
+                    "denoise: relations whose score is below necessity_threshold × the "
+                    "best score of their step were dropped (necessity_with = rules)"
+                )
             options = kept
         if len(options) > config.llm_select_max and not ctx.use_llm("select"):
             options = options[: config.llm_select_max]
-            ctx.note(f"select: more than {config.llm_select_max} relations survived a step; "
-                     "the best-scoring ones were kept (select_with = rules)")
+            ctx.note(
+                f"select: more than {config.llm_select_max} relations survived a step; "
+                "the best-scoring ones were kept (select_with = rules)"
+            )
         return options[: config.width]
 
-    def _child(self, parent: Branch, key, label: str, members, rs: RelationScore,
-               score: float) -> Branch | None:
+    def _child(
+        self, parent: Branch, key, label: str, members, rs: RelationScore, score: float
+    ) -> Branch | None:
         relation_id, direction = key
         consumed = rs.cue is not None and rs.alignment >= self.config.cue_threshold
         distance = self.qctx.cues[rs.cue].distance if consumed else None
         side = self.qctx.cues[rs.cue].side if consumed else 0
-        hop = Hop(relation_id, label, direction, round(score, 4), round(rs.cosine, 4),
-                  None if rs.rerank is None else round(rs.rerank, 4), distance, side)
+        hop = Hop(
+            relation_id,
+            label,
+            direction,
+            round(score, 4),
+            round(rs.cosine, 4),
+            None if rs.rerank is None else round(rs.rerank, 4),
+            distance,
+            side,
+        )
         ends: dict[str, End] = {}
         for end, triple in members:
             if direction == HEAD:
@@ -455,8 +516,9 @@ class ChainSearch:
                 new_id, new_label = triple.subject_id, triple.subject
             if new_id and new_id in (self.anchor_id, end.id):
                 continue  # the topic entity is never its own answer; no step straight back
-            scored = dataclasses.replace(triple, score=hop.score, cosine=hop.cosine,
-                                         rerank=hop.rerank)
+            scored = dataclasses.replace(
+                triple, score=hop.score, cosine=hop.cosine, rerank=hop.rerank
+            )
             k = _end_key(new_id, new_label)
             if k in ends:
                 ends[k].count += 1
@@ -469,17 +531,24 @@ class ChainSearch:
             used = used | {rs.cue} | self._same_phrase(rs.cue, label, parent.used)
         # the cue a hop uses is its best unused one; other words naming the same relation
         # count as covered when the path is judged (see missing_cues)
-        return Branch((*parent.hops, hop), parent.score * hop.score, used, ends,
-                      last_cues=used - parent.used)
+        return Branch(
+            (*parent.hops, hop), parent.score * hop.score, used, ends, last_cues=used - parent.used
+        )
 
     def _same_phrase(self, cue: int, label: str, used: frozenset[int]) -> set[int]:
         """The same word root right next to the used cue ("the director that directed X")
         is the same mention of the relation."""
         row = self._alignment(label)
         root, at = stem(self.qctx.cues[cue].word), self.qctx.cues[cue].index
-        return {i for i, c in enumerate(self.qctx.cues)
-                if i not in used and i != cue and row[i] >= self.config.cue_threshold
-                and stem(c.word) == root and abs(c.index - at) <= 2}
+        return {
+            i
+            for i, c in enumerate(self.qctx.cues)
+            if i not in used
+            and i != cue
+            and row[i] >= self.config.cue_threshold
+            and stem(c.word) == root
+            and abs(c.index - at) <= 2
+        }
 
     def missing_cues(self, branch: Branch, required: set[int]) -> set[int]:
         """Required cues the path does not cover. A cue is covered when a hop used it or when
@@ -506,17 +575,26 @@ class ChainSearch:
         """Yields progress and per-layer events; returns a :class:`ChainResult`."""
         config = self.config
         ctx = self.ctx
-        root = Branch((), 1.0, frozenset(), {self.anchor_id: End(self.anchor_id, self.anchor_label, [])})
+        root = Branch(
+            (), 1.0, frozenset(), {self.anchor_id: End(self.anchor_id, self.anchor_label, [])}
+        )
         layers: list[list[Branch]] = [[root]]
         stop_rules = not ctx.use_llm("sufficiency")
         stopped_at: int | None = None
         for depth in range(1, config.max_depth + 1):
             parents = layers[-1]
-            frontier = [e.id for b in parents for e in b.ends.values()
-                        if e.id and (not b.hops or value_kind(e.label) is None)]
-            yield ProgressEvent("expand", f"Fetching relations of {len(set(frontier))} "
-                                          f"entit{'y' if len(set(frontier)) == 1 else 'ies'} "
-                                          f"(layer {depth})")
+            frontier = [
+                e.id
+                for b in parents
+                for e in b.ends.values()
+                if e.id and (not b.hops or value_kind(e.label) is None)
+            ]
+            yield ProgressEvent(
+                "expand",
+                f"Fetching relations of {len(set(frontier))} "
+                f"entit{'y' if len(set(frontier)) == 1 else 'ies'} "
+                f"(layer {depth})",
+            )
             self._fetch(frontier, head=True, tail=True)  # both: the check needs the vocabulary
             if depth == 1:
                 root.used = self._type_cues(list(root.ends.values()), root.used)
@@ -532,19 +610,26 @@ class ChainSearch:
                 ctx.note(f"chained: no relation passed the filters at layer {depth}")
                 break
             layers.append(children)
-            yield PathsExpandedEvent("expand", depth=depth, paths=top_paths(children, config.top_paths))
+            yield PathsExpandedEvent(
+                "expand", depth=depth, paths=top_paths(children, config.top_paths)
+            )
         if stopped_at is None and len(layers) > 1:
             last = layers[-1]
             needs_types = self.expected.kind in (PERSON, ENTITY, "place")
             if needs_types:
-                self._fetch([e.id for b in last for e in list(b.ends.values())[:50] if e.id],
-                            head=True, tail=False)
+                self._fetch(
+                    [e.id for b in last for e in list(b.ends.values())[:50] if e.id],
+                    head=True,
+                    tail=False,
+                )
             self._judge_layer(last)
         result = ChainResult(self.anchor_label, [], 0, stopped_at is not None, layers)
         if stopped_at is not None:
             chosen = [b for b in layers[stopped_at] if b.sufficient]
-            ctx.note(f"chained: stopped early after layer {stopped_at} — sufficiency check "
-                     f"(rules): {chosen[0].why}")
+            ctx.note(
+                f"chained: stopped early after layer {stopped_at} — sufficiency check "
+                f"(rules): {chosen[0].why}"
+            )
             result.branches, result.depth = sorted(chosen, key=lambda b: -b.score), stopped_at
         else:
             result.branches, result.depth = self._choose(layers)
@@ -572,11 +657,15 @@ class ChainSearch:
         candidates.sort(key=lambda b: (-order.get(b.type_fit, 1), -b.coverage, -b.score))
         best = candidates[0]
         if best.type_fit == NO:
-            self.ctx.note("chained: no path reached an answer of the expected kind "
-                          f"({self.expected.kind}); abstaining rather than guessing")
+            self.ctx.note(
+                "chained: no path reached an answer of the expected kind "
+                f"({self.expected.kind}); abstaining rather than guessing"
+            )
             return [], 0
-        self.ctx.note(f"chained: no path passed the sufficiency check; answering from the best "
-                      f"path by answer-type fit, cue coverage and score ({best.why})")
+        self.ctx.note(
+            f"chained: no path passed the sufficiency check; answering from the best "
+            f"path by answer-type fit, cue coverage and score ({best.why})"
+        )
         same_depth = [b for b in candidates if b.depth == best.depth]
         return same_depth, best.depth
 
@@ -591,8 +680,10 @@ JUDGE_SYSTEM = (
 
 def sufficiency_prompt(question: str, branch: Branch, top: int) -> str:
     lines = "\n".join(p.arrow() for p in branch_paths(branch, top))
-    return (f"{delimit(question)}\nPaths:\n{lines}\n"
-            "Do these paths contain enough information to answer the question? (yes/no):")
+    return (
+        f"{delimit(question)}\nPaths:\n{lines}\n"
+        "Do these paths contain enough information to answer the question? (yes/no):"
+    )
 
 
 def judge_with_llm(ctx: RunContext, result: ChainResult) -> None:
@@ -633,8 +724,11 @@ def judge_with_llm(ctx: RunContext, result: ChainResult) -> None:
     for layer in layers:
         kept = list(layer)
         if use_necessity:
-            kept = [b for b in kept if all(p_need[h.label] >= config.necessity_threshold
-                                           for h in b.hops)]
+            kept = [
+                b
+                for b in kept
+                if all(p_need[h.label] >= config.necessity_threshold for h in b.hops)
+            ]
         if use_select:
             last = list(dict.fromkeys(b.hops[-1].label for b in kept))
             if len(last) > config.llm_select_max:
@@ -644,8 +738,10 @@ def judge_with_llm(ctx: RunContext, result: ChainResult) -> None:
     if use_necessity:
         dropped = [lb for lb in labels if p_need[lb] < config.necessity_threshold]
         if dropped:
-            ctx.note(f"denoise: the LLM judged {len(dropped)} relation(s) unnecessary "
-                     f"({', '.join(dropped[:6])})")
+            ctx.note(
+                f"denoise: the LLM judged {len(dropped)} relation(s) unnecessary "
+                f"({', '.join(dropped[:6])})"
+            )
     if not any(keep_layers):
         ctx.note("chained: the LLM judged every path unnecessary; the rules' choice stands")
         return
@@ -655,8 +751,10 @@ def judge_with_llm(ctx: RunContext, result: ChainResult) -> None:
             if ok:
                 result.branches = sorted(layer, key=lambda b: (-(b.llm_sufficient or 0), -b.score))
                 result.depth, result.decided_by = depth, "llm"
-                ctx.note(f"chained: the LLM judged the paths of layer {depth} sufficient "
-                         f"(P(yes) = {ok[0].llm_sufficient:.2f})")
+                ctx.note(
+                    f"chained: the LLM judged the paths of layer {depth} sufficient "
+                    f"(P(yes) = {ok[0].llm_sufficient:.2f})"
+                )
                 return
         ctx.note("chained: the LLM judged no layer's paths sufficient; the rules' choice stands")
     chosen = [b for b in result.branches if any(b is k for layer in keep_layers for k in layer)]
@@ -681,12 +779,16 @@ def top_paths(branches: list[Branch], k: int) -> list[Path]:
     return out
 
 
-def search_anchor(ctx: RunContext, anchor_id: str, anchor_label: str, qctx: QuestionContext,
-                  expected: AnswerType) -> Iterator[Event]:
+def search_anchor(
+    ctx: RunContext, anchor_id: str, anchor_label: str, qctx: QuestionContext, expected: AnswerType
+) -> Iterator[Event]:
     """Run the search (and the batched LLM judgments when configured); returns ChainResult."""
     search = ChainSearch(ctx, anchor_id, anchor_label, qctx, expected)
     result = yield from search.run()
-    if ctx.use_llm("sufficiency") or (ctx.use_llm("necessity") and ctx.config.mode != "no-denoise") \
-            or ctx.use_llm("select"):
+    if (
+        ctx.use_llm("sufficiency")
+        or (ctx.use_llm("necessity") and ctx.config.mode != "no-denoise")
+        or ctx.use_llm("select")
+    ):
         judge_with_llm(ctx, result)
     return result

@@ -14,9 +14,26 @@ from datetime import date
 
 from dtkg.pipeline.text import words
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"], 1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        1,
+    )
+}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 
 _ISO = re.compile(r"^\s*([+-]?\d{1,9})-(\d{1,2})-(\d{1,2})(?:T[\d:]+Z?)?\s*$")
@@ -105,7 +122,9 @@ def parse_quantity(text: str) -> float | None:
 
 def numbers_in(text: str) -> list[float]:
     out = []
-    for m in re.finditer(r"(?<![\w.])[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])[+-]?\d+(?:\.\d+)?", text):
+    for m in re.finditer(
+        r"(?<![\w.])[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])[+-]?\d+(?:\.\d+)?", text
+    ):
         try:
             out.append(float(m.group(0).replace(",", "")))
         except ValueError:
@@ -114,7 +133,7 @@ def numbers_in(text: str) -> list[float]:
 
 
 def value_kind(text: str) -> str | None:
-    """"date" (an ISO date), "year" (a bare 4-digit number: a year or a quantity),
+    """ "date" (an ISO date), "year" (a bare 4-digit number: a year or a quantity),
     "quantity", or None (an entity label or other text)."""
     if not text:
         return None
@@ -174,8 +193,14 @@ _add("populous", "quantity", "max", "population")
 
 _SUPERLATIVE = re.compile(r"(est|first|last|latest)$")
 # Words that refine the attribute: "larger in area", "more populous".
-_REFINERS = {"area": "area", "population": "population", "populous": "population",
-             "height": "height", "elevation": "elevation", "length": "length"}
+_REFINERS = {
+    "area": "area",
+    "population": "population",
+    "populous": "population",
+    "height": "height",
+    "elevation": "elevation",
+    "length": "length",
+}
 
 
 def comparison_in(question: str) -> Comparison | None:
@@ -199,12 +224,32 @@ def comparison_in(question: str) -> Comparison | None:
 
 
 def _temporal_context(toks: list[str], i: int) -> bool:
-    """"first"/"last" compare dates only next to a verb of happening ("released first",
+    """ "first"/"last" compare dates only next to a verb of happening ("released first",
     "came out first", "the first film released"), not in "first name"."""
     near = set(toks[max(0, i - 3) : i + 4])
-    return bool(near & {"released", "release", "came", "published", "founded", "born",
-                        "built", "made", "premiered", "appeared", "created", "happened",
-                        "directed", "written", "out", "film", "movie", "book"})
+    return bool(
+        near
+        & {
+            "released",
+            "release",
+            "came",
+            "published",
+            "founded",
+            "born",
+            "built",
+            "made",
+            "premiered",
+            "appeared",
+            "created",
+            "happened",
+            "directed",
+            "written",
+            "out",
+            "film",
+            "movie",
+            "book",
+        }
+    )
 
 
 # ------------------------------------------------------------------ deciding

@@ -59,8 +59,10 @@ class RunContext:
         the LLM was asked for but is missing."""
         wanted = getattr(self.config, f"{stage}_with") == "llm"
         if wanted and self.llm is None:
-            self.note(f"{stage}: no LLM available (llm_backend = none), so the deterministic "
-                      "method ran instead")
+            self.note(
+                f"{stage}: no LLM available (llm_backend = none), so the deterministic "
+                "method ran instead"
+            )
             return False
         return wanted
 

@@ -112,9 +112,11 @@ class Pipeline:
     def _load(self, ctx: RunContext) -> Iterator[Event]:
         """Load weights before the first stage so the UI can show it."""
         needs_embedder = ctx.config.mode != "cot"
-        backends = [("embedder", self.embedder if needs_embedder else None),
-                    ("reranker", self.reranker if needs_embedder else None),
-                    ("LLM", self.llm)]
+        backends = [
+            ("embedder", self.embedder if needs_embedder else None),
+            ("reranker", self.reranker if needs_embedder else None),
+            ("LLM", self.llm),
+        ]
         for what, backend in backends:
             if backend is not None and not getattr(backend, "loaded", True):
                 yield ProgressEvent("load", f"Loading the {what} ({backend.model_id})…")
@@ -134,10 +136,16 @@ class Pipeline:
         trace.branch = classification.label
         yield ClassifiedEvent("classify", classification=classification)
         with ctx.timed("link"):
-            if classification.label == "parallel" and ctx.use_llm("draft") \
-                    and ctx.use_llm("decompose") and ctx.use_llm("link"):
-                ctx.note("link_with = llm: the draft names each fact's subject, so the "
-                         "question's own entities are found by label matching (no extra call)")
+            if (
+                classification.label == "parallel"
+                and ctx.use_llm("draft")
+                and ctx.use_llm("decompose")
+                and ctx.use_llm("link")
+            ):
+                ctx.note(
+                    "link_with = llm: the draft names each fact's subject, so the "
+                    "question's own entities are found by label matching (no extra call)"
+                )
                 links = link_question(ctx, llm_mentions=[])
             else:
                 links = link_question(ctx)
@@ -169,8 +177,10 @@ class Pipeline:
             digest = hashlib.sha256(f"{ctx.config.seed}:{ctx.question}".encode()).hexdigest()
             coin = random.Random(int(digest[:16], 16)).random()
             label = "chained" if coin < 0.5 else "parallel"
-            ctx.note(f"random routing: seeded coin {coin:.3f} (seed {ctx.config.seed} + "
-                     "question hash) → " + label)
+            ctx.note(
+                f"random routing: seeded coin {coin:.3f} (seed {ctx.config.seed} + "
+                "question hash) → " + label
+            )
             return Classification(label, 0.5, "random", reason=f"coin {coin:.3f}")
         classify = self._classifier
         if classify is None:
@@ -181,26 +191,32 @@ class Pipeline:
     def _chained(self, ctx: RunContext, anchors) -> Iterator[Event]:
         config, trace = ctx.config, ctx.trace
         mention = anchors[0][0]
-        expected = answer_type(ctx.question, [(mention.start, mention.end)]
-                               if mention.start >= 0 else None)
-        ctx.note(f"expected answer: {expected.kind}" + (f" ('{expected.noun}')" if expected.noun else ""))
+        expected = answer_type(
+            ctx.question, [(mention.start, mention.end)] if mention.start >= 0 else None
+        )
+        ctx.note(
+            f"expected answer: {expected.kind}" + (f" ('{expected.noun}')" if expected.noun else "")
+        )
         results = []
         for mention, link in anchors[:2]:
             spans = [(mention.start, mention.end)] if mention.start >= 0 else []
             qctx = QuestionContext.build(ctx.question, spans)
-            found = yield from search_anchor(ctx, link.qid, link.label or mention.text, qctx,
-                                             expected)
+            found = yield from search_anchor(
+                ctx, link.qid, link.label or mention.text, qctx, expected
+            )
             results.append(found)
             if found.branches and (found.branches[0].sufficient or found.decided_by == "llm"):
                 break
             if len(anchors) > 1 and not results[1:]:
                 ctx.note(f"chained: no sufficient path from {link.label}; trying the next entity")
-        good = [r for r in results if r.branches and (r.branches[0].sufficient
-                                                      or r.decided_by == "llm")]
+        good = [
+            r for r in results if r.branches and (r.branches[0].sufficient or r.decided_by == "llm")
+        ]
         result = (good or [r for r in results if r.branches] or [None])[0]
         if result is None:
-            yield from self._abstain(ctx, "no path from the question's entity reached an answer "
-                                          "of the kind it asks for")
+            yield from self._abstain(
+                ctx, "no path from the question's entity reached an answer of the kind it asks for"
+            )
             return
         best = result.branches[0]
         ends = best.ranked_ends()
@@ -224,8 +240,10 @@ class Pipeline:
             with ctx.timed("answer"):
                 answer = answering.llm_answer_from_paths(ctx, trace.paths)
         else:
-            ctx.note("answer_with = rules: the answer is the end entities of the best path "
-                     f"({best.relations()})")
+            ctx.note(
+                "answer_with = rules: the answer is the end entities of the best path "
+                f"({best.relations()})"
+            )
         yield from self._answer(ctx, answer or rules_answer, answers)
 
     # ------------------------------------------------------------------ cot

@@ -80,7 +80,8 @@ def necessity_by_llm(ctx: RunContext, labels: Sequence[str]) -> dict[str, float]
         return {}
     try:
         scores = ctx.llm.score_options_many(
-            [necessity_prompt(ctx.question, label) for label in labels], ["yes", "no"],
+            [necessity_prompt(ctx.question, label) for label in labels],
+            ["yes", "no"],
             system=NECESSITY_SYSTEM,
         )
     except ModelError as exc:
@@ -96,6 +97,7 @@ def cross_redundant(per_fact: list[list[Triple]]) -> tuple[list[list[Triple]], i
     """Keep each triple only under the fact it serves best — highest score relative to that
     fact's best triple; a fact always keeps its own best triple. Returns the pruned lists
     and how many duplicates were removed."""
+
     def key(t: Triple) -> tuple[str, str, str]:
         return (t.subject_id or t.subject, t.relation_id, t.object_id or t.object)
 

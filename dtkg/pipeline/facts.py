@@ -47,8 +47,12 @@ class Check:
     @property
     def values(self) -> list[str]:
         """The answer this fact contributes: the far ends of its answer triples."""
-        out = [t.object if t.subject_id == self.answer_subject or t.object_id != self.answer_subject
-               else t.subject for t in self.answer_triples]
+        out = [
+            t.object
+            if t.subject_id == self.answer_subject or t.object_id != self.answer_subject
+            else t.subject
+            for t in self.answer_triples
+        ]
         return list(dict.fromkeys(v for v in out if v))
 
 
@@ -71,8 +75,9 @@ class FactChecker:
                 found = self.ctx.kg.head_relations_many(need)
                 for qid in need:
                     self.head[qid] = found.get(qid, [])
-                    self.types[qid] = {t.object for t in self.head[qid]
-                                       if t.relation.lower() in self._type_labels}
+                    self.types[qid] = {
+                        t.object for t in self.head[qid] if t.relation.lower() in self._type_labels
+                    }
             need = [i for i in ids if i not in self.tail] if tail else []
             if need:
                 found = self.ctx.kg.tail_relations_many(need)
@@ -90,9 +95,11 @@ class FactChecker:
             link = check.part.link
             if not link or not link.qid:
                 continue
-            triples = [t for t in self.triples_of(link.qid)
-                       if not (t.object_id and t.object_id in check.exclude
-                               and t.subject_id == link.qid)]
+            triples = [
+                t
+                for t in self.triples_of(link.qid)
+                if not (t.object_id and t.object_id in check.exclude and t.subject_id == link.qid)
+            ]
             dropped = denoise.drop_administrative(self.ctx, {t.relation for t in triples})
             triples = [t for t in triples if t.relation not in dropped]
             check.candidates = self.score(check.part.text, triples)
@@ -102,9 +109,12 @@ class FactChecker:
         with self.ctx.timed("score"):
             ranked = self.ctx.scorer.rank(query, [t.text() for t in triples])
         return [
-            dataclasses.replace(triples[s.index], score=round(s.combined, 4),
-                                cosine=round(s.cosine, 4),
-                                rerank=None if s.rerank is None else round(s.rerank, 4))
+            dataclasses.replace(
+                triples[s.index],
+                score=round(s.combined, 4),
+                cosine=round(s.cosine, 4),
+                rerank=None if s.rerank is None else round(s.rerank, 4),
+            )
             for s in ranked
         ]
 
@@ -131,14 +141,18 @@ class FactChecker:
                 kept = [t for t in check.candidates if by_relation[t.relation] / best >= threshold]
             check.candidates = kept or check.candidates[:1]
         if p_need is None:
-            ctx.note("denoise: relations whose best triple scores below necessity_threshold × "
-                     "their fact's best were dropped (necessity_with = rules)")
+            ctx.note(
+                "denoise: relations whose best triple scores below necessity_threshold × "
+                "their fact's best were dropped (necessity_with = rules)"
+            )
         pruned, removed = denoise.cross_redundant([c.candidates for c in checks])
         for check, kept in zip(checks, pruned):
             check.candidates = kept
         if removed:
-            ctx.note(f"denoise: {removed} triple(s) retrieved by several facts were kept only "
-                     "for the fact they serve best")
+            ctx.note(
+                f"denoise: {removed} triple(s) retrieved by several facts were kept only "
+                "for the fact they serve best"
+            )
 
     # ------------------------------------------------------------------ evidence
     def choose(self, check: Check) -> None:
@@ -169,22 +183,36 @@ class FactChecker:
         ids = [i for i, _ in ends if i and i not in self.types]
         if ids and expected.kind not in (DATE, QUANTITY):
             self.fetch(ids, tail=False)
-        return fits(expected, [lb for _, lb in ends], [self.types.get(i, set()) for i, _ in ends],
-                    self.ctx.embedder, self.ctx.config.cue_threshold, [i for i, _ in ends])
+        return fits(
+            expected,
+            [lb for _, lb in ends],
+            [self.types.get(i, set()) for i, _ in ends],
+            self.ctx.embedder,
+            self.ctx.config.cue_threshold,
+            [i for i, _ in ends],
+        )
 
     def _relation_group(self, ranked: list[Triple], subject: str) -> list[Triple]:
         """Every triple of the best triple's relation (same direction): a set-valued answer
         keeps all its values, in a stable (alphabetical) order."""
         best = ranked[0]
-        same = {(t.subject_id, t.relation_id, t.object_id or t.object): t for t in ranked
-                if t.relation_id == best.relation_id
-                and (t.subject_id == subject) == (best.subject_id == subject)}
-        ordered = sorted(same.values(), key=lambda t: (
-            (t.object if t.subject_id == subject else t.subject).lower(), t.object_id))
+        same = {
+            (t.subject_id, t.relation_id, t.object_id or t.object): t
+            for t in ranked
+            if t.relation_id == best.relation_id
+            and (t.subject_id == subject) == (best.subject_id == subject)
+        }
+        ordered = sorted(
+            same.values(),
+            key=lambda t: (
+                (t.object if t.subject_id == subject else t.subject).lower(),
+                t.object_id,
+            ),
+        )
         return ordered[: self.ctx.config.max_answers]
 
     def _bridge(self, check: Check) -> bool:
-        """"Who first climbed Mount Everest?": Everest → significant event → expedition →
+        """ "Who first climbed Mount Everest?": Everest → significant event → expedition →
         participant → the climbers. One extra hop from the best entity objects."""
         subject = check.part.link.qid
         firsts = [t for t in check.candidates[:5] if self._far(t, subject)[0]]
@@ -209,11 +237,14 @@ class FactChecker:
             mid = t.subject_id
             group = self._relation_group(
                 [t, *(o for o in scored if o.subject_id == mid and o.relation_id == t.relation_id)],
-                mid)
+                mid,
+            )
             if self._fits(check.expected, group, mid) == YES:
                 first = origin[(t.subject_id, t.relation_id, t.object_id or t.object)]
-                self.ctx.note(f"facts: '{check.part.text}' needed one more hop "
-                              f"({first.relation} → {t.relation}) to reach a fitting answer")
+                self.ctx.note(
+                    f"facts: '{check.part.text}' needed one more hop "
+                    f"({first.relation} → {t.relation}) to reach a fitting answer"
+                )
                 check.answer_triples = group[: self.ctx.config.max_answers]
                 check.answer_subject = mid
                 check.evidence = [first, *check.answer_triples]
@@ -225,18 +256,39 @@ class FactChecker:
         part = check.part
         link = part.link
         if not link or not link.qid:
-            return Fact(part.text, "unverified", [], None, link,
-                        note="the fact's subject entity was not found in the KG")
+            return Fact(
+                part.text,
+                "unverified",
+                [],
+                None,
+                link,
+                note="the fact's subject entity was not found in the KG",
+            )
         if not check.evidence:
-            return Fact(part.text, "unverified", [], None, link,
-                        note="no relation of the subject in the KG fits this fact")
+            return Fact(
+                part.text,
+                "unverified",
+                [],
+                None,
+                link,
+                note="no relation of the subject in the KG fits this fact",
+            )
         values = check.values
         if part.is_claim and claim_matches(part.text, values):
-            return Fact(part.text, "supported", check.evidence, None, link,
-                        note="the claim names the KG value")
+            return Fact(
+                part.text,
+                "supported",
+                check.evidence,
+                None,
+                link,
+                note="the claim names the KG value",
+            )
         revised = sentence_from(check.evidence, link.label or link.mention)
-        note = ("completed from the KG (a sub-question, not a claim)" if not part.is_claim
-                else "the claim differs from the KG; rewritten from the evidence")
+        note = (
+            "completed from the KG (a sub-question, not a claim)"
+            if not part.is_claim
+            else "the claim differs from the KG; rewritten from the evidence"
+        )
         return Fact(part.text, "revised", check.evidence, revised, link, note=note)
 
 
@@ -252,14 +304,17 @@ def claim_matches(claim: str, values: Sequence[str]) -> bool:
             return True
         if kind in ("date", "year"):
             date = parse_date(value)
-            if date and any(d.year == date.year and (not d.month or not date.month
-                                                       or (d.month, d.day) == (date.month, date.day))
-                            for d in claim_dates):
+            if date and any(
+                d.year == date.year
+                and (not d.month or not date.month or (d.month, d.day) == (date.month, date.day))
+                for d in claim_dates
+            ):
                 return True
         elif kind == "quantity":
             number = parse_quantity(value)
-            if number is not None and any(abs(n - number) <= max(1e-6, 0.005 * abs(number))
-                                          for n in claim_numbers):
+            if number is not None and any(
+                abs(n - number) <= max(1e-6, 0.005 * abs(number)) for n in claim_numbers
+            ):
                 return True
         elif value and (value.lower() in low or set(words(value)) <= claim_words):
             return True
@@ -273,7 +328,9 @@ def sentence_from(evidence: Sequence[Triple], subject_label: str) -> str:
     groups: dict[tuple[str, str], list[str]] = {}
     for t in evidence:
         groups.setdefault((t.subject, t.relation), []).append(t.object)
-    sentences = [f"{s} {r} {format_set(list(dict.fromkeys(objs)))}." for (s, r), objs in groups.items()]
+    sentences = [
+        f"{s} {r} {format_set(list(dict.fromkeys(objs)))}." for (s, r), objs in groups.items()
+    ]
     return " ".join(sentences)
 
 
@@ -282,8 +339,10 @@ REVISE_SYSTEM = "You rewrite a claim so that it agrees with the given facts. " +
 
 def revise_prompt(claim: str, evidence: Sequence[Triple]) -> str:
     facts = "\n".join(t.arrow() for t in evidence)
-    return (f"Knowledge-graph facts:\n{facts}\n\n{delimit(claim, 'CLAIM')}\n"
-            "Rewrite the claim as one short sentence that agrees with the facts. Rewritten claim:")
+    return (
+        f"Knowledge-graph facts:\n{facts}\n\n{delimit(claim, 'CLAIM')}\n"
+        "Rewrite the claim as one short sentence that agrees with the facts. Rewritten claim:"
+    )
 
 
 def expected_of(part: Part) -> AnswerType:

@@ -16,12 +16,41 @@ from dataclasses import dataclass
 from dtkg.errors import KGError, ModelError
 from dtkg.kg.base import EntityCandidate
 from dtkg.pipeline.context import RunContext
-from dtkg.pipeline.parsing import DATA_RULE, delimit, parse_list
+from dtkg.pipeline.parsing import DATA_RULE, delimit, parse_list, strip_echo
 from dtkg.pipeline.text import STOPWORDS, WH_WORDS, marked_spans, tokenize
 from dtkg.trace import EntityLink
 
-_CONNECTORS = {"of", "the", "de", "van", "von", "der", "la", "le", "du", "da", "di", "y",
-               "upon", "on", "and", "&", "-"}
+# lower-case words inside names and titles ("Tales from the Gimli Hospital"); a run that is
+# not a label as a whole is split at them again (see _link_sub_runs)
+_CONNECTORS = {
+    "of",
+    "the",
+    "de",
+    "van",
+    "von",
+    "der",
+    "la",
+    "le",
+    "du",
+    "da",
+    "di",
+    "y",
+    "upon",
+    "on",
+    "and",
+    "&",
+    "-",
+    "a",
+    "an",
+    "in",
+    "to",
+    "for",
+    "from",
+    "with",
+    "at",
+    "by",
+}
+_ARTICLES = {"the", "a", "an"}
 MAX_SEARCHES = 12  # n-gram searches for one question (each is a KG query)
 MIN_FUZZY = 0.7  # fuzzy matches below this score are not links
 
@@ -44,6 +73,8 @@ def mentions_by_rules(question: str) -> list[Mention]:
     def flush() -> None:
         while run and run[-1].lower in _CONNECTORS:
             run.pop()
+        if run and all(t.lower in STOPWORDS or t.lower in _CONNECTORS for t in run):
+            run.clear()  # "I", "Her": a capitalised function word alone is no name
         if run:
             start, end = run[0].start, run[-1].end
             if not any(s <= start < e for s, e in covered):
@@ -52,11 +83,17 @@ def mentions_by_rules(question: str) -> list[Mention]:
 
     for i, token in enumerate(tokens):
         capital = token.text[:1].isupper() or (token.text[:1].isdigit() and run)
-        sentence_start = i == 0 or question[tokens[i - 1].end : token.start].strip() in ".?!:;"
+        gap = question[tokens[i - 1].end : token.start].strip() if i else ""
+        sentence_start = i == 0 or (gap != "" and all(c in ".?!:;" for c in gap))
         if capital and sentence_start and token.lower in (STOPWORDS | WH_WORDS):
-            capital = False
-        if capital or (run and token.lower in _CONNECTORS
-                       and question[run[-1].end : token.start].strip() in ("", "-")):
+            following = tokens[i + 1].text[:1] if i + 1 < len(tokens) else ""
+            # "The Way is a film …": a leading article before a capital may start a title
+            capital = token.lower in _ARTICLES and following.isupper()
+        if capital or (
+            run
+            and token.lower in _CONNECTORS
+            and question[run[-1].end : token.start].strip() in ("", "-")
+        ):
             run.append(token)
         else:
             flush()
@@ -87,32 +124,46 @@ def mentions_by_llm(ctx: RunContext) -> list[Mention] | None:
     prompt = (
         "List the named entities (people, places, organisations, works, products, other "
         "specific things) that the question mentions, the one the question is about first. "
-        'Copy each name exactly as written. Reply with a JSON list of strings, e.g. '
-        '["Inception"].\n' + delimit(ctx.question)
+        "Copy each name exactly as written. Reply with a JSON list of strings: "
+        '["<name>", "<name>"].\n' + delimit(ctx.question)
     )
     try:
         text = ctx.llm.generate(prompt, max_new_tokens=64, system=LINK_SYSTEM)
     except ModelError as exc:
         ctx.note(f"linking: the LLM failed ({exc}); mentions were found by label matching")
         return None
-    names = [n for n in parse_list(text) if 0 < len(n) <= 120]
+    names = [
+        n
+        for n in (strip_echo(x, ctx.question) for x in parse_list(text))
+        if 0 < len(n) <= 120 and "<" not in n
+    ]
     mentions = []
     low = ctx.question.lower()
     for name in names:
         position = low.find(name.lower())
         if position >= 0:
-            mentions.append(Mention(ctx.question[position : position + len(name)], position,
-                                    position + len(name), "llm"))
+            mentions.append(
+                Mention(
+                    ctx.question[position : position + len(name)],
+                    position,
+                    position + len(name),
+                    "llm",
+                )
+            )
         else:
             mentions.append(Mention(name, -1, -1, "llm"))
     if not mentions:
-        ctx.note("linking: no entity names could be read from the LLM reply; mentions were "
-                 "found by label matching")
+        ctx.note(
+            "linking: no entity names could be read from the LLM reply; mentions were "
+            "found by label matching"
+        )
         return None
     return mentions
 
 
-def _rank(ctx: RunContext, mention: Mention, found: list[EntityCandidate]) -> list[tuple[float, EntityCandidate]]:
+def _rank(
+    ctx: RunContext, mention: Mention, found: list[EntityCandidate]
+) -> list[tuple[float, EntityCandidate]]:
     texts = [f"{c.label}: {c.description}" if c.description else c.label for c in found]
     context = ctx.embedder.similarity(ctx.question, texts) if texts else []
     ranked = []
@@ -123,7 +174,9 @@ def _rank(ctx: RunContext, mention: Mention, found: list[EntityCandidate]) -> li
     return ranked
 
 
-def link_mention(ctx: RunContext, mention: Mention, *, allow_fuzzy: bool = True) -> EntityLink | None:
+def link_mention(
+    ctx: RunContext, mention: Mention, *, allow_fuzzy: bool = True
+) -> EntityLink | None:
     try:
         found = ctx.kg.search_entities(mention.text, limit=5)
     except KGError as exc:
@@ -135,15 +188,23 @@ def link_mention(ctx: RunContext, mention: Mention, *, allow_fuzzy: bool = True)
     ranked = _rank(ctx, mention, found)
     score, best = ranked[0]
     runners = [
-        {"qid": c.qid, "label": c.label, "description": c.description, "score": s,
-         "match": c.match}
+        {"qid": c.qid, "label": c.label, "description": c.description, "score": s, "match": c.match}
         for s, c in ranked[1:]
     ]
-    return EntityLink(mention.text, best.qid, best.label, best.description, score,
-                      f"{mention.method}:{best.match}", runners)
+    return EntityLink(
+        mention.text,
+        best.qid,
+        best.label,
+        best.description,
+        score,
+        f"{mention.method}:{best.match}",
+        runners,
+    )
 
 
-def link_question(ctx: RunContext, *, llm_mentions: list[Mention] | None = None) -> list[tuple[Mention, EntityLink]]:
+def link_question(
+    ctx: RunContext, *, llm_mentions: list[Mention] | None = None
+) -> list[tuple[Mention, EntityLink]]:
     """Every entity the question mentions, linked; non-overlapping, in question order."""
     mentions: list[Mention] | None = llm_mentions or None
     if llm_mentions is None and ctx.use_llm("link"):
@@ -167,9 +228,11 @@ def link_question(ctx: RunContext, *, llm_mentions: list[Mention] | None = None)
     if links:
         return _ordered(links)
     if any(m.method == "marked" for m in by_rules):
-        ctx.note("linking: the marked entity ("
-                 + ", ".join(m.text for m in by_rules if m.method == "marked")
-                 + ") is not in the KG")
+        ctx.note(
+            "linking: the marked entity ("
+            + ", ".join(m.text for m in by_rules if m.method == "marked")
+            + ") is not in the KG"
+        )
         return []
     searches = 0
     taken: list[tuple[int, int]] = []
@@ -210,7 +273,7 @@ def _link_sub_runs(ctx: RunContext, mention: Mention, links: list) -> None:
 def _ordered(links: list[tuple[Mention, EntityLink]]) -> list[tuple[Mention, EntityLink]]:
     seen: set[str] = set()
     out = []
-    for mention, link in sorted(links, key=lambda ml: (ml[0].start if ml[0].start >= 0 else 10**6)):
+    for mention, link in sorted(links, key=lambda ml: ml[0].start if ml[0].start >= 0 else 10**6):
         if link.qid in seen:
             continue
         seen.add(link.qid or "")
@@ -222,6 +285,7 @@ def central_entity(links: list[tuple[Mention, EntityLink]]) -> list[tuple[Mentio
     """Anchors for the chained search, best first: marked spans, then the better-linked and
     later mentions (the anchor of "the X of the Y of E" comes last); a short all-capitals
     word ("CEO") that may be a role rather than a name goes last."""
+
     def key(pair: tuple[Mention, EntityLink]) -> tuple[float, ...]:
         mention, link = pair
         acronym = len(links) > 1 and mention.text.isupper() and len(mention.text) <= 4

@@ -95,8 +95,10 @@ def _facts(ctx: RunContext, links: list[tuple[Mention, EntityLink]]) -> Iterator
         if drafted is not None:
             ctx.trace.draft, parts = drafted
     else:
-        ctx.note("draft_with = rules: no draft answer; the atomic facts are the question's "
-                 "sub-questions (clause splitting)")
+        ctx.note(
+            "draft_with = rules: no draft answer; the atomic facts are the question's "
+            "sub-questions (clause splitting)"
+        )
     if parts is None and ctx.use_llm("decompose") and not ctx.use_llm("draft"):
         with ctx.timed("decompose"):
             parts = decompose_question(ctx)
@@ -108,15 +110,18 @@ def _facts(ctx: RunContext, links: list[tuple[Mention, EntityLink]]) -> Iterator
     return parts[: max(ctx.config.max_facts, 1)] if parts and parts[0].is_claim else parts
 
 
-def _link_parts(ctx: RunContext, parts: list[Part], links: list[tuple[Mention, EntityLink]]) -> None:
+def _link_parts(
+    ctx: RunContext, parts: list[Part], links: list[tuple[Mention, EntityLink]]
+) -> None:
     """Each part's subject: its own mention (LLM), a question entity it names, or the
     previous part's entity (pronouns)."""
     previous: Part | None = None
     for part in parts:
         if part.link is None and part.mention:
             known = [lk for m, lk in links if m.text.lower() == part.mention.lower()]
-            part.link = known[0] if known else link_mention(
-                ctx, Mention(part.mention, -1, -1, "llm"))
+            part.link = (
+                known[0] if known else link_mention(ctx, Mention(part.mention, -1, -1, "llm"))
+            )
         if part.link is None:
             named = [(m, lk) for m, lk in links if m.text.lower() in part.text.lower()]
             if named:
@@ -145,7 +150,9 @@ def _replace_word(text: str, word: str, by: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", by, text, count=1, flags=re.IGNORECASE)
 
 
-def _options(question: str, links: list[tuple[Mention, EntityLink]]) -> list[tuple[Mention, EntityLink]]:
+def _options(
+    question: str, links: list[tuple[Mention, EntityLink]]
+) -> list[tuple[Mention, EntityLink]]:
     """Entities being compared: linked mentions joined by "or", "and" or commas."""
     low = question.lower()
     named = [(m, lk) for m, lk in links if m.start >= 0]
@@ -159,16 +166,19 @@ def _options(question: str, links: list[tuple[Mention, EntityLink]]) -> list[tup
 
 
 # ---------------------------------------------------------------------- comparisons
-def _attribute_label(ctx: RunContext, comparison: Comparison, labels: list[str],
-                     per_entity: list[set[str]]) -> str | None:
+def _attribute_label(
+    ctx: RunContext, comparison: Comparison, labels: list[str], per_entity: list[set[str]]
+) -> str | None:
     """The relation the comparison is about: the label most like the comparison's hint,
     preferring labels every compared entity has."""
     if not labels:
         return None
     query = f"{comparison.hint} ({comparison.word})"
     ranked = ctx.scorer.rank(query, labels)
+
     def coverage(label: str) -> int:
         return sum(label in have for have in per_entity)
+
     best = max(ranked, key=lambda s: (coverage(labels[s.index]), s.combined))
     return labels[best.index]
 
@@ -177,12 +187,18 @@ def _valued(triples: list[Triple], kind: str) -> list[Triple]:
     return [t for t in triples if is_kind(t.object, kind) and not t.object_id]
 
 
-def _compare_options(ctx: RunContext, checker: FactChecker, comparison: Comparison,
-                     options: list[tuple[Mention, EntityLink]]) -> tuple[list[Fact], ParallelResult]:
+def _compare_options(
+    ctx: RunContext,
+    checker: FactChecker,
+    comparison: Comparison,
+    options: list[tuple[Mention, EntityLink]],
+) -> tuple[list[Fact], ParallelResult]:
     ids = [lk.qid for _, lk in options if lk.qid]
     checker.fetch(ids, tail=False)
-    per_entity = [{t.relation for t in _valued(checker.head.get(lk.qid or "", []), comparison.kind)}
-                  for _, lk in options]
+    per_entity = [
+        {t.relation for t in _valued(checker.head.get(lk.qid or "", []), comparison.kind)}
+        for _, lk in options
+    ]
     dropped = denoise.drop_administrative(ctx, set().union(*per_entity))
     labels = sorted(set().union(*per_entity) - dropped)
     label = _attribute_label(ctx, comparison, labels, per_entity)
@@ -191,15 +207,34 @@ def _compare_options(ctx: RunContext, checker: FactChecker, comparison: Comparis
     for mention, link in options:
         name = link.label or mention.text
         claim = f"{name}: {label or comparison.hint}?"
-        evidence = [t for t in _valued(checker.head.get(link.qid or "", []), comparison.kind)
-                    if t.relation == label]
+        evidence = [
+            t
+            for t in _valued(checker.head.get(link.qid or "", []), comparison.kind)
+            if t.relation == label
+        ]
         if not evidence:
-            facts.append(Fact(claim, "unverified", [], None, link,
-                              note=f"no '{label or comparison.hint}' value in the KG"))
+            facts.append(
+                Fact(
+                    claim,
+                    "unverified",
+                    [],
+                    None,
+                    link,
+                    note=f"no '{label or comparison.hint}' value in the KG",
+                )
+            )
             continue
         items += [(name, t.object) for t in evidence]
-        facts.append(Fact(claim, "revised", _scored(evidence), sentence_from(evidence, name),
-                          link, note="completed from the KG (a comparison operand)"))
+        facts.append(
+            Fact(
+                claim,
+                "revised",
+                _scored(evidence),
+                sentence_from(evidence, name),
+                link,
+                note="completed from the KG (a comparison operand)",
+            )
+        )
     decision = compare.decide(items, comparison)
     result = ParallelResult()
     if decision.winner:
@@ -211,17 +246,25 @@ def _compare_options(ctx: RunContext, checker: FactChecker, comparison: Comparis
 def _scored(triples: list[Triple], score: float = 1.0) -> list[Triple]:
     import dataclasses
 
-    return [dataclasses.replace(t, score=t.score if t.score is not None else score) for t in triples]
+    return [
+        dataclasses.replace(t, score=t.score if t.score is not None else score) for t in triples
+    ]
 
 
-def _superlative_over_set(ctx: RunContext, checker: FactChecker, comparison: Comparison,
-                          links: list[tuple[Mention, EntityLink]]) -> tuple[list[Fact], ParallelResult]:
+def _superlative_over_set(
+    ctx: RunContext,
+    checker: FactChecker,
+    comparison: Comparison,
+    links: list[tuple[Mention, EntityLink]],
+) -> tuple[list[Fact], ParallelResult]:
     mention, anchor = links[0]
     result = ParallelResult()
     if not anchor.qid:
         return [], result
     checker.fetch([anchor.qid])
-    qctx = QuestionContext.build(ctx.question, [(mention.start, mention.end)] if mention.start >= 0 else [])
+    qctx = QuestionContext.build(
+        ctx.question, [(mention.start, mention.end)] if mention.start >= 0 else []
+    )
     cues = [c for c in qctx.cues if c.word != comparison.word]
     qctx.cues = cues
     # the set: the anchor's entity-valued relation that best matches the question
@@ -246,17 +289,25 @@ def _superlative_over_set(ctx: RunContext, checker: FactChecker, comparison: Com
     members = {(t.object_id if key[1] else t.subject_id): t for t in set_triples}
     checker.fetch(list(members), tail=False)
     # the attribute compared
-    member_labels = [{t.relation for t in _valued(checker.head.get(m, []), comparison.kind)}
-                     for m in members]
-    attr_labels = sorted(set().union(*member_labels) - denoise.drop_administrative(
-        ctx, set().union(*member_labels)))
+    member_labels = [
+        {t.relation for t in _valued(checker.head.get(m, []), comparison.kind)} for m in members
+    ]
+    attr_labels = sorted(
+        set().union(*member_labels) - denoise.drop_administrative(ctx, set().union(*member_labels))
+    )
     attribute = _attribute_label(ctx, comparison, attr_labels, member_labels)
     if attribute is None:
         return [], result
-    birth = attribute if comparison.hint.startswith("date of birth") else _attribute_label(
-        ctx, compare.Comparison("born", "date", "min", "date of birth born", False), sorted(
-            {t.relation for m in members for t in _valued(checker.head.get(m, []), "date")}),
-        [])
+    birth = (
+        attribute
+        if comparison.hint.startswith("date of birth")
+        else _attribute_label(
+            ctx,
+            compare.Comparison("born", "date", "min", "date of birth born", False),
+            sorted({t.relation for m in members for t in _valued(checker.head.get(m, []), "date")}),
+            [],
+        )
+    )
     # modifiers: words left once the set, the comparison and the entity's type are accounted for
     member_types = set().union(*(checker.types.get(m, set()) for m in members))
     anchor_types = checker.types.get(anchor.qid, set())
@@ -266,18 +317,27 @@ def _superlative_over_set(ctx: RunContext, checker: FactChecker, comparison: Com
             continue
         if stem(cue.word) in {stem(w) for w in words(set_label)}:
             continue
-        if aligned_with_types(cue.word, member_types | anchor_types, ctx.embedder,
-                              ctx.config.cue_threshold):
+        if aligned_with_types(
+            cue.word, member_types | anchor_types, ctx.embedder, ctx.config.cue_threshold
+        ):
             continue
         modifiers.append(cue.word)
-    applied, facts, items = _filter_members(ctx, checker, members, modifiers, attribute, birth,
-                                            comparison, anchor)
-    ctx.note(f"compare: the set is '{anchor.label} → {set_label}"
-             f"{'' if key[1] else ' (inverse)'}' ({len(members)} members); attribute "
-             f"'{attribute}'" + (f"; filters: {', '.join(applied)}" if applied else ""))
-    set_fact = Fact(f"{anchor.label}: {set_label}?", "revised", _scored(set_triples),
-                    sentence_from(set_triples, anchor.label or ""), anchor,
-                    note="completed from the KG (the set being compared)")
+    applied, facts, items = _filter_members(
+        ctx, checker, members, modifiers, attribute, birth, comparison, anchor
+    )
+    ctx.note(
+        f"compare: the set is '{anchor.label} → {set_label}"
+        f"{'' if key[1] else ' (inverse)'}' ({len(members)} members); attribute "
+        f"'{attribute}'" + (f"; filters: {', '.join(applied)}" if applied else "")
+    )
+    set_fact = Fact(
+        f"{anchor.label}: {set_label}?",
+        "revised",
+        _scored(set_triples),
+        sentence_from(set_triples, anchor.label or ""),
+        anchor,
+        note="completed from the KG (the set being compared)",
+    )
     decision = compare.decide(items, comparison)
     if decision.winner:
         result.answer, result.answers = decision.winner, decision.ranked
@@ -285,8 +345,9 @@ def _superlative_over_set(ctx: RunContext, checker: FactChecker, comparison: Com
     return [set_fact, *facts], result
 
 
-def superlative_over_ends(ctx: RunContext, ends: list[tuple[str, str]],
-                          comparison: Comparison) -> compare.Decision | None:
+def superlative_over_ends(
+    ctx: RunContext, ends: list[tuple[str, str]], comparison: Comparison
+) -> compare.Decision | None:
     """A superlative applied to the end set of a chained path ("which film directed by X was
     released first?" reached as X → director (inverse) → films): one query for the ends'
     values, then the deterministic compare."""
@@ -301,13 +362,18 @@ def superlative_over_ends(ctx: RunContext, ends: list[tuple[str, str]],
     if attribute is None:
         return None
     names = dict(ends)
-    items = [(names[i], t.object) for i in ids for t in _valued(checker.head.get(i, []),
-                                                               comparison.kind)
-             if t.relation == attribute]
+    items = [
+        (names[i], t.object)
+        for i in ids
+        for t in _valued(checker.head.get(i, []), comparison.kind)
+        if t.relation == attribute
+    ]
     decision = compare.decide(items, comparison)
     if decision.winner:
-        ctx.note(f"compare (deterministic) over the path's {len(ids)} ends by '{attribute}': "
-                 f"{decision.explanation}")
+        ctx.note(
+            f"compare (deterministic) over the path's {len(ids)} ends by '{attribute}': "
+            f"{decision.explanation}"
+        )
     return decision if decision.winner else None
 
 
@@ -319,14 +385,23 @@ def _filter_members(ctx, checker, members, modifiers, attribute, birth, comparis
     tests = []
     for word in modifiers:
         if word == "adult" and birth:
-            tests.append((word, lambda triples, b=birth: any(
-                (d := compare.parse_date(t.object)) and d.age_on(today) >= ADULT_AGE
-                for t in triples if t.relation == b)))
+            tests.append(
+                (
+                    word,
+                    lambda triples, b=birth: any(
+                        (d := compare.parse_date(t.object)) and d.age_on(today) >= ADULT_AGE
+                        for t in triples
+                        if t.relation == b
+                    ),
+                )
+            )
             applied.append(word)
             continue
         accepted = _VALUE_WORDS.get(word, {word})
+
         def test(triples, accepted=accepted):
             return [t for t in triples if t.object_id and set(words(t.object)) & accepted]
+
         if any(test(checker.head.get(m, [])) for m in members):
             tests.append((word, lambda triples, f=test: bool(f(triples))))
             applied.append(word)
@@ -339,17 +414,29 @@ def _filter_members(ctx, checker, members, modifiers, attribute, birth, comparis
         name = set_triple.object if set_triple.object_id == member else set_triple.subject
         values = [t for t in _valued(triples, comparison.kind) if t.relation == attribute]
         passed = all(check(triples) for _, check in tests)
-        support = [t for t in triples if any(set(words(t.object)) & _VALUE_WORDS.get(w, {w})
-                                             for w in applied if w != "adult")]
+        support = [
+            t
+            for t in triples
+            if any(set(words(t.object)) & _VALUE_WORDS.get(w, {w}) for w in applied if w != "adult")
+        ]
         link = EntityLink(name, member, name, score=1.0, method="set member")
         claim = f"{name}: {attribute}?"
         if not values:
-            facts.append(Fact(claim, "unverified", _scored(support), None, link,
-                              note=f"no '{attribute}' value in the KG"))
+            facts.append(
+                Fact(
+                    claim,
+                    "unverified",
+                    _scored(support),
+                    None,
+                    link,
+                    note=f"no '{attribute}' value in the KG",
+                )
+            )
             continue
         evidence = _scored(values + support)
-        note = "completed from the KG" + ("" if passed else "; filtered out by "
-                                           + ", ".join(applied))
+        note = "completed from the KG" + (
+            "" if passed else "; filtered out by " + ", ".join(applied)
+        )
         facts.append(Fact(claim, "revised", evidence, sentence_from(values, name), link, note=note))
         if passed:
             items += [(name, t.object) for t in values]
@@ -374,9 +461,12 @@ def _check(ctx: RunContext, checker: FactChecker, parts: list[Part]) -> list[Che
         if "other" in words(check.part.text) and previous is not None:
             check.exclude |= {t.object_id or t.subject_id for t in previous.answer_triples}
             check.exclude |= {previous.part.link.qid} if previous.part.link else set()
-            check.candidates = [t for t in check.candidates
-                                if (t.subject_id if t.object_id == check.part.link.qid
-                                    else t.object_id) not in check.exclude]
+            check.candidates = [
+                t
+                for t in check.candidates
+                if (t.subject_id if t.object_id == check.part.link.qid else t.object_id)
+                not in check.exclude
+            ]
         checker.choose(check)
         check.fact = checker.verdict(check)
         previous = check
@@ -387,12 +477,15 @@ def _person_pronoun(pronoun: str) -> bool:
     return pronoun in {"he", "she", "they", "him", "her", "them", "his", "their"}
 
 
-def _follow_previous_answer(ctx: RunContext, checker: FactChecker, check: Check,
-                            previous: Check) -> None:
-    """"Who directed X and what other films did they make?": 'they' is the first answer
+def _follow_previous_answer(
+    ctx: RunContext, checker: FactChecker, check: Check, previous: Check
+) -> None:
+    """ "Who directed X and what other films did they make?": 'they' is the first answer
     when that answer is an entity of the expected kind (a person)."""
-    far = [t.object_id if t.subject_id == previous.answer_subject else t.subject_id
-           for t in previous.answer_triples]
+    far = [
+        t.object_id if t.subject_id == previous.answer_subject else t.subject_id
+        for t in previous.answer_triples
+    ]
     far = [f for f in far if f]
     if not far or not previous.part.link:
         return
@@ -402,23 +495,30 @@ def _follow_previous_answer(ctx: RunContext, checker: FactChecker, check: Check,
     first = previous.answer_triples[0]
     name = first.object if first.object_id == far[0] else first.subject
     check.part.link = EntityLink(name, far[0], name, score=1.0, method="previous answer")
-    check.part.text = _replace_word(check.part.original or check.part.text,
-                                    check.part.pronoun or "", name)
+    check.part.text = _replace_word(
+        check.part.original or check.part.text, check.part.pronoun or "", name
+    )
     check.exclude.add(previous.part.link.qid or "")
     checker.gather([check])
-    ctx.note(f"facts: '{check.part.pronoun}' in '{check.part.original}' was read as {name} "
-             "(the previous sub-question's answer)")
+    ctx.note(
+        f"facts: '{check.part.pronoun}' in '{check.part.original}' was read as {name} "
+        "(the previous sub-question's answer)"
+    )
 
 
-FINISH_SYSTEM = ("You work only from the knowledge-graph facts you are given and reply briefly. "
-                 + DATA_RULE)
+FINISH_SYSTEM = (
+    "You work only from the knowledge-graph facts you are given and reply briefly. " + DATA_RULE
+)
 
 
 def _rules_answer(ctx: RunContext, checks: list[Check]) -> ParallelResult:
     with_values = _answered(checks)
     if not with_values:
-        reason = ("no fact could be checked against the KG"
-                  if checks else "the question gave no fact to check")
+        reason = (
+            "no fact could be checked against the KG"
+            if checks
+            else "the question gave no fact to check"
+        )
         return ParallelResult(abstain_reason=reason)
     unverified = [c for c in checks if c not in with_values]
     if unverified:
@@ -431,8 +531,9 @@ def _answered(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.fact and c.fact.verdict != "unverified" and c.values]
 
 
-def _llm_finish(ctx: RunContext, facts: list[Fact], checks: list[Check], result: ParallelResult,
-                decided: bool) -> Iterator[Event]:
+def _llm_finish(
+    ctx: RunContext, facts: list[Fact], checks: list[Check], result: ParallelResult, decided: bool
+) -> Iterator[Event]:
     """The LLM's rewrites of revised claims and its answer from the checked facts, in ONE
     batched call (each part only when its stage uses the LLM)."""
     claims = [f for f in facts if f.verdict == "revised" and f.note.startswith("the claim")]
@@ -446,10 +547,12 @@ def _llm_finish(ctx: RunContext, facts: list[Fact], checks: list[Check], result:
     prompts = [revise_prompt(f.claim, f.evidence) for f in claims] if revise else []
     if answer:
         lines = "\n".join(t.arrow() for t in evidence)
-        prompts.append(f"Knowledge-graph facts:\n{lines}\n\n{delimit(ctx.question)}\n"
-                       "Answer the question using only these facts. Reply with the answer "
-                       "only (names, dates or numbers; separate the parts of a several-part "
-                       "question with '; '), or 'unknown'. Answer:")
+        prompts.append(
+            f"Knowledge-graph facts:\n{lines}\n\n{delimit(ctx.question)}\n"
+            "Answer the question using only these facts. Reply with the answer "
+            "only (names, dates or numbers; separate the parts of a several-part "
+            "question with '; '), or 'unknown'. Answer:"
+        )
     if not prompts:
         return
     yield ProgressEvent("answer", "Asking the LLM to rewrite facts and answer")

@@ -187,16 +187,23 @@ class RelationScorer:
     cue_weight: float = 0.6
     use_thesaurus: bool = True  # the RELATED word groups ("hybrid-plain" turns them off)
 
-    def __init__(self, embedder: Embedder, reranker: Reranker | None = None, alpha: float = 0.0,
-                 cue_threshold: float = 0.6, top_k: int = 50):
+    def __init__(
+        self,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        alpha: float = 0.0,
+        cue_threshold: float = 0.6,
+        top_k: int = 50,
+    ):
         self.embedder = embedder
         self.reranker = reranker
         self.alpha = alpha if reranker is not None else 0.0
         self.cue_threshold = cue_threshold
         self.top_k = top_k  # stage I: only the top K labels by in-context cosine go on
 
-    def alignments(self, ctx: QuestionContext, labels: Sequence[str], *,
-                   phrases: bool = False) -> np.ndarray:
+    def alignments(
+        self, ctx: QuestionContext, labels: Sequence[str], *, phrases: bool = False
+    ) -> np.ndarray:
         """(cues × labels) alignment in [0, 1]: 1 for a shared word root, 0.8 for related
         words (the thesaurus), else the cosine of the cue word — or, with ``phrases``, the
         best cosine of the word or a short phrase around it — with the label."""
@@ -225,7 +232,10 @@ class RelationScorer:
         return np.clip(out, 0.0, 1.0)
 
     def score(
-        self, ctx: QuestionContext, labels: Sequence[str], used: set[int] | frozenset[int] = frozenset()
+        self,
+        ctx: QuestionContext,
+        labels: Sequence[str],
+        used: set[int] | frozenset[int] = frozenset(),
     ) -> list[RelationScore]:
         """Score each label; cues in ``used`` (already consumed by the path) are ignored."""
         if not labels:
@@ -242,14 +252,19 @@ class RelationScorer:
                     continue
                 value = float(align[ci, li])
                 if value > best + 1e-6 or (
-                    best_cue is not None and abs(value - best) <= 1e-6
+                    best_cue is not None
+                    and abs(value - best) <= 1e-6
                     and ctx.cues[ci].distance < ctx.cues[best_cue].distance
                 ):
                     best_cue, best = ci, value
-            in_phrase = max((float(phrase[ci, li]) for ci in range(len(ctx.cues)) if ci not in used),
-                            default=0.0)
+            in_phrase = max(
+                (float(phrase[ci, li]) for ci in range(len(ctx.cues)) if ci not in used),
+                default=0.0,
+            )
             if best >= self.cue_threshold:  # the label names a word of the question
-                cos = self.cue_weight * max(best, in_phrase) + (1 - self.cue_weight) * float(sentence[li])
+                cos = self.cue_weight * max(best, in_phrase) + (1 - self.cue_weight) * float(
+                    sentence[li]
+                )
             else:  # a bridge: only what is left of the question speaks for it
                 cos = max(float(sentence[li]), self.cue_weight * in_phrase)
             cos = max(cos, float(sentence[li]))

@@ -48,9 +48,7 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    return [
-        Token(m.group(0), m.start(), m.end(), i) for i, m in enumerate(_TOKEN.finditer(text))
-    ]
+    return [Token(m.group(0), m.start(), m.end(), i) for i, m in enumerate(_TOKEN.finditer(text))]
 
 
 def words(text: str) -> list[str]:
@@ -61,18 +59,60 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS]
 
 
-_SUFFIXES = ("ational", "ations", "ation", "ments", "ment", "ness", "ings", "ing", "ers",
-             "ors", "ies", "ied", "ed", "er", "or", "es", "en", "s", "e", "y")
+_SUFFIXES = (
+    "ational",
+    "ations",
+    "ation",
+    "ments",
+    "ment",
+    "ness",
+    "ings",
+    "ing",
+    "ers",
+    "ors",
+    "ies",
+    "ied",
+    "ed",
+    "er",
+    "or",
+    "es",
+    "en",
+    "s",
+    "e",
+    "y",
+)
 
 
 # Irregular English forms whose root differs from the suffix-stripped word.
 _IRREGULAR = {
-    "born": "birth", "bore": "birth", "birthplace": "birth", "died": "death", "die": "death",
-    "dies": "death", "dead": "death", "wrote": "writ", "write": "writ", "writes": "writ",
-    "written": "writ", "writer": "writ", "writers": "writ", "writing": "writ",
-    "made": "make", "sang": "sing", "sung": "sing", "spoke": "speak", "spoken": "speak",
-    "led": "lead", "won": "win", "children": "child", "men": "man", "women": "woman",
-    "people": "person", "lived": "live", "resided": "resid", "residence": "resid",
+    "born": "birth",
+    "bore": "birth",
+    "birthplace": "birth",
+    "died": "death",
+    "die": "death",
+    "dies": "death",
+    "dead": "death",
+    "wrote": "writ",
+    "write": "writ",
+    "writes": "writ",
+    "written": "writ",
+    "writer": "writ",
+    "writers": "writ",
+    "writing": "writ",
+    "made": "make",
+    "sang": "sing",
+    "sung": "sing",
+    "spoke": "speak",
+    "spoken": "speak",
+    "led": "lead",
+    "won": "win",
+    "children": "child",
+    "men": "man",
+    "women": "woman",
+    "people": "person",
+    "lived": "live",
+    "resided": "resid",
+    "residence": "resid",
 }
 
 
@@ -110,8 +150,10 @@ def validate_question(question: object, max_chars: int) -> str:
     text = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in text)
     text = " ".join(text.split())
     if not text:
-        raise InputError("The question is empty: type a question, e.g. "
-                         "'When was the wife of the director of Inception born?'.")
+        raise InputError(
+            "The question is empty: type a question, e.g. "
+            "'When was the wife of the director of Inception born?'."
+        )
     if len(text) > max_chars:
         raise InputError(
             f"The question is {len(text)} characters long; the limit is {max_chars} "
@@ -139,13 +181,16 @@ class AnswerType:
     cues: list[str] = field(default_factory=list)  # the words that decided it
 
 
+_ENTITY = "qqentityqq"  # stands for a blanked mention: the answer noun never lies beyond it
+
+
 def answer_type(question: str, mentions: list[tuple[int, int]] | None = None) -> AnswerType:
     """The expected answer, read from the question phrase. Entity mentions (character
     spans; [bracketed] and "quoted" spans by default) are blanked first, so "what [Parents]
     is about" does not ask for parents."""
     spans = mentions if mentions is not None else [(s, e) for s, e, _ in marked_spans(question)]
     for start, end in sorted(spans, reverse=True):
-        question = question[:start] + " ; " + question[end:]
+        question = question[:start] + f" {_ENTITY} " + question[end:]
     low = question.lower()
     toks = words(low)
     if _QUANTITY_START.search(low) or re.search(r"\b(number of|population of)\b", low):
@@ -182,6 +227,8 @@ def _wh_noun(toks: list[str], wh_index: int) -> str | None:
     i = 0
     while i < len(rest) and rest[i] in skip:
         i += 1
+    if i < len(rest) and rest[i] == _ENTITY:
+        return None  # "what was [X] the director of": no answer noun
     if i < len(rest) and rest[i] in ("kind", "sort", "type", "types", "kinds", "sorts"):
         return rest[i]  # "what sort of film is X" asks for the sort, not for a film
     if i < len(rest) and rest[i] not in STOPWORDS and not rest[i].isdigit():
@@ -191,8 +238,12 @@ def _wh_noun(toks: list[str], wh_index: int) -> str | None:
         # co-wrote films" stays screenwriters)
         following = rest[i + 2] if i + 2 < len(rest) else None
         second = rest[i + 1] if i + 1 < len(rest) else None
-        if second and second not in STOPWORDS and _nounish(second) and (
-                following is None or following in STOPWORDS):
+        if (
+            second
+            and second not in STOPWORDS
+            and _nounish(second)
+            and (following is None or following in STOPWORDS)
+        ):
             noun = second
         return noun
     return None
@@ -216,8 +267,9 @@ _PARTICIPLES = word_set(
 
 def _nounish(word: str) -> bool:
     """Could this word head a noun phrase? (not a participle like "directed", "written")"""
-    return (not word.endswith(("ed", "ly", "ing")) and word not in WH_WORDS
-            and word not in _PARTICIPLES)
+    return (
+        not word.endswith(("ed", "ly", "ing")) and word not in WH_WORDS and word not in _PARTICIPLES
+    )
 
 
 # ------------------------------------------------------------------ spans

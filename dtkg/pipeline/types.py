@@ -16,11 +16,42 @@ from dtkg.pipeline.text import DATE, ENTITY, PERSON, PLACE, QUANTITY, AnswerType
 
 _PERSON_WORDS = {"human", "person", "people", "character", "man", "woman", "deity", "saint"}
 _PLACE_WORDS = {
-    "city", "country", "town", "village", "place", "state", "region", "municipality",
-    "capital", "location", "island", "continent", "province", "county", "district",
-    "commune", "metropolis", "settlement", "territory", "borough", "neighborhood",
-    "neighbourhood", "suburb", "prefecture", "republic", "kingdom", "nation", "area",
-    "mountain", "river", "lake", "building", "headquarters", "campus", "site", "park",
+    "city",
+    "country",
+    "town",
+    "village",
+    "place",
+    "state",
+    "region",
+    "municipality",
+    "capital",
+    "location",
+    "island",
+    "continent",
+    "province",
+    "county",
+    "district",
+    "commune",
+    "metropolis",
+    "settlement",
+    "territory",
+    "borough",
+    "neighborhood",
+    "neighbourhood",
+    "suburb",
+    "prefecture",
+    "republic",
+    "kingdom",
+    "nation",
+    "area",
+    "mountain",
+    "river",
+    "lake",
+    "building",
+    "headquarters",
+    "campus",
+    "site",
+    "park",
 }
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
@@ -47,6 +78,9 @@ def fits(
         return YES if sum(k in ("quantity", "year") for k in kinds) / len(kinds) >= 0.5 else NO
     if expected.kind not in (PERSON, PLACE, ENTITY):
         return YES
+    if ids is not None:  # an entity whose label starts with a number ("9 Songs") is no value
+        kinds = [None if i else k for k, i in zip(kinds, ids)]
+        share_values = sum(k is not None for k in kinds) / len(kinds)
     if ids is not None and share_values < 0.5 and not any(ids):
         return NO  # strings, not entities
     if share_values >= 0.5:
@@ -61,12 +95,34 @@ def fits(
 
 
 def _noun_fits_values(noun: str, kinds: Iterable[str | None]) -> bool:
-    return bool(noun) and any(k is not None for k in kinds) and noun.rstrip("s") in {
-        "rating", "score", "vote", "number", "count", "amount", "population", "height",
-        "length", "area", "value", "price", "budget", "revenue", "size", "age"}
+    return (
+        bool(noun)
+        and any(k is not None for k in kinds)
+        and noun.rstrip("s")
+        in {
+            "rating",
+            "score",
+            "vote",
+            "number",
+            "count",
+            "amount",
+            "population",
+            "height",
+            "length",
+            "area",
+            "value",
+            "price",
+            "budget",
+            "revenue",
+            "size",
+            "age",
+        }
+    )
 
 
-def _type_fits(expected: AnswerType, type_labels: set[str], embedder: Embedder, threshold: float) -> bool:
+def _type_fits(
+    expected: AnswerType, type_labels: set[str], embedder: Embedder, threshold: float
+) -> bool:
     words = set().union(*(stems(t) for t in type_labels)) if type_labels else set()
     if expected.kind == PERSON:
         return bool(words & {stem(w) for w in _PERSON_WORDS})
@@ -81,7 +137,9 @@ def _type_fits(expected: AnswerType, type_labels: set[str], embedder: Embedder, 
     return bool(len(sims) and float(sims.max()) >= threshold)
 
 
-def aligned_with_types(word: str, type_labels: set[str], embedder: Embedder, threshold: float) -> bool:
+def aligned_with_types(
+    word: str, type_labels: set[str], embedder: Embedder, threshold: float
+) -> bool:
     """Does a question word ("country", "movie", "company") name one of these types?"""
     if not type_labels:
         return False
