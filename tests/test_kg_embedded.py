@@ -67,6 +67,13 @@ def test_fuzzy_only_when_nothing_matches_exactly(tiny_kg: EmbeddedKG) -> None:
     assert found(tiny_kg, "Kismet") == [("Q1000", 1.0, "exact")]
 
 
+def test_exact_only_search_skips_the_fuzzy_scan(tiny_kg: EmbeddedKG) -> None:
+    kg = tiny_kg.with_stats()
+    assert kg.search_entities("lord of the rings", fuzzy=False) == []
+    assert kg.stats.queries == 1  # the exact/alias query only
+    assert [c.qid for c in kg.search_entities("Kismet", fuzzy=False)] == ["Q1000"]
+
+
 def test_search_finds_local_ids_and_never_properties(tiny_kg: EmbeddedKG) -> None:
     assert found(tiny_kg, "ludwigshafen") == [("Ludwigshafen1", 0.95, "exact")]
     assert tiny_kg.search_entities("director") == []  # P57's label
@@ -274,3 +281,12 @@ def test_open_kg_default_is_the_shipped_slice() -> None:
     path = slice_or_skip()
     kg = open_kg(DTKGConfig(kg_backend="embedded"))
     assert isinstance(kg, EmbeddedKG) and kg.source == str(path)
+
+
+def test_relation_vocabulary_only_for_small_graphs(tiny_kg: EmbeddedKG) -> None:
+    labels = tiny_kg.relation_labels()
+    assert labels and "director" in labels and labels == sorted(labels)
+    assert tiny_kg.relation_labels(limit=1) is None  # too many to list: unknown
+    kg = tiny_kg.with_stats()
+    kg.relation_labels()
+    assert kg.stats.queries == 0  # asked once per store, shared by the per-question copies

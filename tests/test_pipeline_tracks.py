@@ -556,3 +556,58 @@ def test_chained_abstains_when_no_path_reaches_the_asked_kind(movie_kg, embedder
     assert trace.abstained and trace.answer == "" and trace.answers == []
     assert "kind it asks for" in trace.abstain_reason
     assert any("abstaining rather than guessing" in n for n in trace.notes)
+
+
+def test_facts_stream_before_the_llm_finishes(wiki_kg, embedder):
+    """Each fact is shown as soon as it is checked, before the (slow) LLM rewrite and answer
+    call; the rewrite then lands in the same fact, so the final trace carries it."""
+    llm = _scripted_for("Jeff Bezos")
+    pipeline = make(wiki_kg, embedder, llm=llm, **{**_all_llm(), "classify_with": "rules"})
+    events = list(pipeline.run("Who is older: Elon Musk or Jeff Bezos?"))
+    kinds = ["fact" if isinstance(e, FactCheckedEvent) else getattr(e, "stage", "") for e in events]
+    assert "fact" in kinds and "answer" in kinds
+    assert max(i for i, k in enumerate(kinds) if k == "fact") < kinds.index("answer")
+    final = events[-1].trace
+    assert len([e for e in events if isinstance(e, FactCheckedEvent)]) == len(final.facts)
+    assert any(f.revised == "Elon Musk was born on 28 June 1971." for f in final.facts)
+
+
+LONE_MOVIE_KB = METAQA_KB + "Lone Movie|starred_actors|Dennis Morgan\n"
+
+
+@pytest.fixture(scope="module")
+def lone_movie_kg(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
+    path = tmp_path_factory.mktemp("pipeline") / "lone.txt"
+    path.write_text(LONE_MOVIE_KB, encoding="utf-8")
+    return EmbeddedKG(path)
+
+
+def test_a_relation_named_before_the_search_reaches_it_is_still_required(lone_movie_kg, embedder):
+    """[Lone Movie] has actors but no director: "directed" names a relation the graph has
+    (its vocabulary), so the actors after one hop are not the answer."""
+    trace = make(lone_movie_kg, embedder, mode="only-chain").answer(
+        "which person directed the movies starred by the actors in [Lone Movie]"
+    )
+    assert trace.answers == ["Sam Wood"], trace.notes
+    assert lone_movie_kg.relation_labels() == [
+        "directed by",
+        "has genre",
+        "has tags",
+        "in language",
+        "release year",
+        "starred actors",
+    ]
+
+
+def test_paths_that_read_the_question_outwards_are_preferred():
+    from dtkg.pipeline.chained import Branch, Hop, reads_outwards
+
+    def branch(*distances):
+        hops = tuple(
+            Hop(f"r{i}", f"r{i}", "head", 0.5, 0.5, None, d, -1) for i, d in enumerate(distances)
+        )
+        return Branch(hops, 0.1, frozenset(), {})
+
+    assert reads_outwards(branch(2.0, None, 6.0))  # writer of [X] first, then directed
+    assert not reads_outwards(branch(6.0, 2.0, None))  # inside out
+    assert reads_outwards(branch(None, None))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from dtkg.errors import KGError
 from dtkg.kg import ids, queries
 from dtkg.kg.cache import QueryCache
 from dtkg.trace import Triple
@@ -55,6 +56,7 @@ class KnowledgeGraph(ABC):
     def __init__(self, *, result_limit: int = 300) -> None:
         self.stats = KGStats()
         self.result_limit = result_limit
+        self._vocabulary: dict[int, list[str] | None] = {}  # see relation_labels
 
     @abstractmethod
     def _select(self, query: str) -> list[Row]:
@@ -88,10 +90,28 @@ class KnowledgeGraph(ABC):
         clone.stats = KGStats()
         return clone
 
+    def relation_labels(self, limit: int = 500) -> list[str] | None:
+        """Every relation label this graph has, when it is small enough to list (at most
+        ``limit``); None when too large (Wikidata has about 12,000 properties) or when the
+        query fails. The chained track uses it to know which question words name relations
+        before the search has reached them. Asked once per graph: ``with_stats`` copies
+        share the answer."""
+        if limit not in self._vocabulary:
+            try:
+                rows = self.select(queries.relation_vocabulary(limit))
+            except KGError:
+                return None  # not cached: a later question may ask again
+            labels = sorted({row["label"] for row in rows if row.get("label")})
+            self._vocabulary[limit] = labels if len(rows) <= limit else None
+        return self._vocabulary[limit]
+
     # ------------------------------------------------------------------ entities
-    def search_entities(self, text: str, limit: int = 5) -> list[EntityCandidate]:
+    def search_entities(
+        self, text: str, limit: int = 5, *, fuzzy: bool = True
+    ) -> list[EntityCandidate]:
         """Exact label, then alias (both case-insensitive), then — only when neither
-        matched — fuzzy matches; ranked, best first.
+        matched and ``fuzzy`` is on — fuzzy matches; ranked, best first. ``fuzzy=False``
+        saves the fuzzy scan (the costliest query) where only exact names are wanted.
 
         Stores with search keys (the embedded backend) match case-insensitively by index;
         other endpoints try a few case variants, then the fuzzy route, whose normalised-equal
@@ -102,7 +122,7 @@ class KnowledgeGraph(ABC):
         key = ids.search_key(text)
         rows = self.select(queries.label_search(case_variants(text), key, max(50, 10 * limit)))
         found = rank_candidates(rows, text, fuzzy=False)
-        if not found:
+        if not found and fuzzy:
             found = rank_candidates(self.select(self._fuzzy_query(text, limit)), text, fuzzy=True)
         return found[:limit]
 

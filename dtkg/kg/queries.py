@@ -192,3 +192,11 @@ def property_values(entity_ids: Iterable[str], pids: Iterable[str], limit: int) 
     VALUES ?e {{ {_entity_values(entity_ids)} }} VALUES ?p {{ {predicates} }} ?e ?p ?x .
   }} LIMIT {int(limit)} }}
 {_RELATION_TAIL}"""
+
+
+def relation_vocabulary(limit: int) -> str:
+    """English labels of the declared properties (small stores only: the caller gives up
+    beyond ``limit``)."""
+    return f"""{PREFIXES}SELECT DISTINCT ?label WHERE {{
+  ?prop a wikibase:Property ; rdfs:label ?label . FILTER(LANG(?label) = "en")
+}} LIMIT {int(limit) + 1}"""

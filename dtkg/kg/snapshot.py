@@ -87,9 +87,14 @@ class RecordingKG(KnowledgeGraph):
     def select(self, query: str) -> list[Row]:  # the inner KG counts and caches
         return self.inner.select(query)
 
+    def relation_labels(self, limit: int = 500) -> list[str] | None:
+        return self.inner.relation_labels(limit)
+
     # -------------------------------------------------------------- recorded calls
-    def search_entities(self, text: str, limit: int = 5) -> list[EntityCandidate]:
-        found = self.inner.search_entities(text, limit)
+    def search_entities(
+        self, text: str, limit: int = 5, *, fuzzy: bool = True
+    ) -> list[EntityCandidate]:
+        found = self.inner.search_entities(text, limit, fuzzy=fuzzy)
         with self.recording.lock:
             for c in found:
                 self._note(c.qid, c.label, c.description, sure=True)

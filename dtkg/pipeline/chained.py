@@ -125,6 +125,25 @@ def _walked_back(branch: Branch) -> list[Hop]:
     ]
 
 
+def reads_outwards(branch: Branch) -> bool:
+    """Do the hops use their question cues in order of distance from the mention, on each
+    side of it? "who directed films for the *writer* of [X]" reads writer first, then
+    directed; a path that uses "directed" first reads the question inside out."""
+    last: dict[int, float] = {}
+    for hop in branch.hops:
+        if hop.cue_distance is None:
+            continue
+        if hop.cue_distance < last.get(hop.cue_side, -1.0):
+            return False
+        last[hop.cue_side] = hop.cue_distance
+    return True
+
+
+def _preference(branch: Branch) -> tuple[bool, float]:
+    """Among sufficient paths: those that read the question outwards first, then by score."""
+    return (not reads_outwards(branch), -branch.score)
+
+
 def sibling_cues(qctx: QuestionContext) -> set[int]:
     """Cues next to a sharing word ("share *actors*", "*actors* in common", "*co-wrote*")."""
     tokens = tokenize(qctx.question)
@@ -164,7 +183,9 @@ class ChainSearch:
         self.head: dict[str, list[Triple]] = {}
         self.tail: dict[str, list[Triple]] = {}
         self.types: dict[str, set[str]] = {}
-        self.seen_labels: dict[str, None] = {}
+        # relation labels known so far: the graph's whole vocabulary when it is small, so
+        # a question word naming a relation the search has not reached yet still counts
+        self.seen_labels: dict[str, None] = dict.fromkeys(ctx.kg.relation_labels() or [])
         self._align: dict[str, np.ndarray] = {}
         self._type_labels = {t.lower() for t in self.config.type_relations}
         self.siblings = asks_for_siblings(qctx.question)
@@ -630,7 +651,7 @@ class ChainSearch:
                 f"chained: stopped early after layer {stopped_at} — sufficiency check "
                 f"(rules): {chosen[0].why}"
             )
-            result.branches, result.depth = sorted(chosen, key=lambda b: -b.score), stopped_at
+            result.branches, result.depth = sorted(chosen, key=_preference), stopped_at
         else:
             result.branches, result.depth = self._choose(layers)
         return result
@@ -649,7 +670,7 @@ class ChainSearch:
         for depth, layer in enumerate(layers[1:], 1):
             sufficient = [b for b in layer if b.sufficient]
             if sufficient:
-                return sorted(sufficient, key=lambda b: -b.score), depth
+                return sorted(sufficient, key=_preference), depth
         candidates = [b for layer in layers[1:] for b in layer]
         if not candidates:
             return [], 0

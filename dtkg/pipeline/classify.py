@@ -48,6 +48,7 @@ from dtkg.backends.embedding import Embedder
 from dtkg.backends.llm import LLM
 from dtkg.config import DTKGConfig
 from dtkg.errors import ModelError
+from dtkg.pipeline.parsing import DATA_RULE, delimit
 from dtkg.trace import Classification, Label
 
 __all__ = [
@@ -123,7 +124,7 @@ Examples:
 def build_prompt(question: str) -> str:
     """The classification prompt: the five rules, the six paper examples, then the question."""
     shots = "\n".join(f'Q: "{q}" → {a} ({why})' for q, a, why in PAPER_EXAMPLES)
-    return f'{_PROMPT_HEAD}{shots}\n\nQuestion: "{question.strip()}"\nAnswer (yes/no):'
+    return f"{_PROMPT_HEAD}{shots}\n\n{DATA_RULE}\n{delimit(question)}\nAnswer (yes/no):"
 
 
 # ------------------------------------------------------------------------ the labelled set

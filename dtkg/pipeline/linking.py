@@ -178,7 +178,7 @@ def link_mention(
     ctx: RunContext, mention: Mention, *, allow_fuzzy: bool = True
 ) -> EntityLink | None:
     try:
-        found = ctx.kg.search_entities(mention.text, limit=5)
+        found = ctx.kg.search_entities(mention.text, limit=5, fuzzy=allow_fuzzy)
     except KGError as exc:
         ctx.note(f"linking: searching '{mention.text}' failed ({exc})")
         return None

@@ -65,6 +65,7 @@ def run_parallel(ctx: RunContext, links: list[tuple[Mention, EntityLink]]) -> It
             else:
                 planned = []
         facts += planned
+        yield from _emit(ctx, planned)
     decided = comparison is not None and bool(result.answers)
     if comparison is not None and not decided:
         ctx.note("compare: no comparable values were found, so the facts answer instead")
@@ -73,16 +74,20 @@ def run_parallel(ctx: RunContext, links: list[tuple[Mention, EntityLink]]) -> It
     checks: list[Check] = []
     if to_check:
         yield ProgressEvent("verify", f"Checking {len(to_check)} fact(s) against the KG")
-        with ctx.timed("verify"):
-            checks = _check(ctx, checker, to_check)
+        checks = yield from _check(ctx, checker, to_check)
         facts += [c.fact for c in checks if c.fact is not None]
     if not decided:
         result = _rules_answer(ctx, checks)
+    # the LLM's rewrites land in the same Fact objects, so the final trace shows them
     yield from _llm_finish(ctx, facts, checks, result, decided)
+    return result
+
+
+def _emit(ctx: RunContext, facts: list[Fact]) -> Iterator[Event]:
+    """Each fact goes into the trace and out as an event as soon as it is decided."""
     for fact in facts:
         ctx.trace.facts.append(fact)
         yield FactCheckedEvent("verify", fact=fact)
-    return result
 
 
 # ---------------------------------------------------------------------- facts and links
@@ -444,7 +449,9 @@ def _filter_members(ctx, checker, members, modifiers, attribute, birth, comparis
 
 
 # ---------------------------------------------------------------------- plain facts
-def _check(ctx: RunContext, checker: FactChecker, parts: list[Part]) -> list[Check]:
+def _check(ctx: RunContext, checker: FactChecker, parts: list[Part]) -> Iterator[Event]:
+    """Checks every part (one batched KG fetch for all) and yields each fact as soon as its
+    verdict is in; returns the checks."""
     checks = [Check(p, expected_of(p)) for p in parts]
     # "what other films …": the entities named before are not the answer
     named = {p.link.qid for p in parts if p.link and p.link.qid}
@@ -452,12 +459,14 @@ def _check(ctx: RunContext, checker: FactChecker, parts: list[Part]) -> list[Che
         if "other" in words(check.part.text) or "else" in words(check.part.text):
             check.exclude = set(named) - {check.part.link.qid if check.part.link else ""}
             check.exclude |= {t.object_id for c in checks for t in c.evidence if t.object_id}
-    checker.gather(checks)
-    checker.denoise(checks)
+    with ctx.timed("verify"):
+        checker.gather(checks)
+        checker.denoise(checks)
     previous: Check | None = None
     for check in checks:
         if check.part.pronoun and previous is not None and _person_pronoun(check.part.pronoun):
-            _follow_previous_answer(ctx, checker, check, previous)
+            with ctx.timed("verify"):
+                _follow_previous_answer(ctx, checker, check, previous)
         if "other" in words(check.part.text) and previous is not None:
             check.exclude |= {t.object_id or t.subject_id for t in previous.answer_triples}
             check.exclude |= {previous.part.link.qid} if previous.part.link else set()
@@ -467,8 +476,11 @@ def _check(ctx: RunContext, checker: FactChecker, parts: list[Part]) -> list[Che
                 if (t.subject_id if t.object_id == check.part.link.qid else t.object_id)
                 not in check.exclude
             ]
-        checker.choose(check)
-        check.fact = checker.verdict(check)
+        with ctx.timed("verify"):
+            checker.choose(check)
+            check.fact = checker.verdict(check)
+        if check.fact is not None:
+            yield from _emit(ctx, [check.fact])
         previous = check
     return checks
 
