@@ -197,20 +197,19 @@ class DTKGConfig:
         return data
 
 
-_LLM_STAGES = {
-    f"{stage}_with": "llm"
-    for stage in (
-        "classify",
-        "draft",
-        "decompose",
-        "link",
-        "select",
-        "sufficiency",
-        "necessity",
-        "revise",
-        "answer",
-    )
-}
+#: The pipeline stages that can ask the LLM (each has a ``<stage>_with`` setting).
+LLM_STAGES: tuple[str, ...] = (
+    "classify",
+    "draft",
+    "decompose",
+    "link",
+    "select",
+    "sufficiency",
+    "necessity",
+    "revise",
+    "answer",
+)
+_LLM_STAGES = {f"{stage}_with": "llm" for stage in LLM_STAGES}
 
 _PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     # Offline: everything ships in PyPI packages; deterministic stages, no reranker.

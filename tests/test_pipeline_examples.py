@@ -18,22 +18,11 @@ import pytest
 import yaml
 from conftest import HashingEmbedder, ScriptedLLM
 
-from dtkg.config import DTKGConfig
+from dtkg.config import LLM_STAGES, DTKGConfig
 from dtkg.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "questions.yaml"
-LLM_STAGES = (
-    "classify",
-    "draft",
-    "decompose",
-    "link",
-    "select",
-    "sufficiency",
-    "necessity",
-    "revise",
-    "answer",
-)
 
 
 def load_examples() -> list[dict]:

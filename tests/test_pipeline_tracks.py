@@ -12,7 +12,7 @@ import json
 import pytest
 from conftest import HashingEmbedder, ScriptedLLM
 
-from dtkg.config import DTKGConfig
+from dtkg.config import LLM_STAGES, DTKGConfig
 from dtkg.errors import InputError, KGError
 from dtkg.kg.embedded import EmbeddedKG
 from dtkg.pipeline import Pipeline, summarise
@@ -351,20 +351,7 @@ def test_prompt_injection_stays_data_inside_delimiters(wiki_kg, embedder):
 
 # ---------------------------------------------------------------------- LLM stages
 def _all_llm() -> dict[str, str]:
-    return {
-        f"{s}_with": "llm"
-        for s in (
-            "classify",
-            "draft",
-            "decompose",
-            "link",
-            "select",
-            "sufficiency",
-            "necessity",
-            "revise",
-            "answer",
-        )
-    }
+    return {f"{s}_with": "llm" for s in LLM_STAGES}
 
 
 def _names_in(messages) -> str:
