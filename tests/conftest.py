@@ -75,6 +75,22 @@ class ScriptedLLM(LLM):
         return Completion(reply, {}, n_prompt, len(reply.split()))
 
 
+#: Fields every trace carries (the JSON the CLI, the API and the eval reports share).
+TRACE_FIELDS = (
+    "question",
+    "classification",
+    "branch",
+    "answer",
+    "answers",
+    "abstained",
+    "facts",
+    "paths",
+    "stats",
+    "config",
+    "notes",
+)
+
+
 @pytest.fixture
 def scripted_llm() -> Callable[..., ScriptedLLM]:
     """Factory: ``scripted_llm([(regex, reply), ...], default=...)``."""

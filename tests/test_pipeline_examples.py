@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import HashingEmbedder, ScriptedLLM
+from conftest import TRACE_FIELDS, HashingEmbedder, ScriptedLLM
 
 from dtkg.config import LLM_STAGES, DTKGConfig
 from dtkg.pipeline import Pipeline
@@ -170,20 +170,7 @@ def test_cli_ask_json_done_when(cpu_pipeline, capsys):
     )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
-    for key in (
-        "question",
-        "classification",
-        "branch",
-        "answer",
-        "answers",
-        "abstained",
-        "facts",
-        "paths",
-        "stats",
-        "config",
-        "notes",
-        "entities",
-    ):
+    for key in (*TRACE_FIELDS, "entities"):
         assert key in data
     assert data["branch"] == "chained" and "1971" in data["answer"]
     assert set(data["classification"]) >= {"label", "p_chained", "method"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import HashingEmbedder, ScriptedLLM
+from conftest import TRACE_FIELDS, HashingEmbedder, ScriptedLLM
 
 from dtkg.config import LLM_STAGES, DTKGConfig
 from dtkg.errors import InputError, KGError
@@ -430,19 +430,7 @@ def test_usage_is_counted_per_question(wiki_kg, embedder):
 def test_trace_has_every_documented_field(wiki_kg, embedder):
     trace = make(wiki_kg, embedder).answer("When was the wife of the director of Inception born?")
     data = json.loads(trace.to_json())
-    for key in (
-        "question",
-        "classification",
-        "branch",
-        "answer",
-        "answers",
-        "abstained",
-        "facts",
-        "paths",
-        "stats",
-        "config",
-        "notes",
-    ):
+    for key in TRACE_FIELDS:
         assert key in data
     assert set(data["classification"]) >= {"label", "p_chained", "method"}
     assert set(data["stats"]) >= {

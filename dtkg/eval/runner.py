@@ -322,26 +322,20 @@ def build_report(
     return report
 
 
+def _git(*args: str) -> str:
+    """The stdout of ``git args`` in the repository ("" when git fails)."""
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
 def git_revision() -> str:
     """``git rev-parse --short HEAD`` (+``-dirty`` with local changes), or ``uncommitted``."""
     try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if rev.returncode != 0 or not rev.stdout.strip():
+        rev = _git("rev-parse", "--short", "HEAD")
+        if not rev:
             return "uncommitted"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "uncommitted"
 
